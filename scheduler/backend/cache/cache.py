@@ -1,0 +1,254 @@
+"""Cache: the scheduler's own picture of nodes and the pods placed on them.
+
+What it owns: NodeInfos (node + pods + running sums), the state of every pod it knows, and
+the assumed pods of in-flight bindings. What it does not: queueing (backend/queue), and any
+I/O (watch events reach it through ``scheduler.operator``; ``simulate`` feeds it from YAML).
+
+Pod state machine (one per pod key)::
+
+                     +-------------------------------------------+  +----+
+                     |                 Add                       |  |    | Update
+                     +                                           v  v    |
+    Initial +--------> Assumed +------------+---> Added <--------+-------+
+                          +     Confirm     |      +   (Add: the informer sees the binding)
+                          |                 |      |
+                     Forget (bind failed)   |      | Remove
+                     Expire (bind finished, |      v
+                          but no Add before |    Deleted
+                          the TTL)          |
+                          v                 |
+                       Initial              +
+
+- assume_pod: the cycle decided a node; the pod counts on that node at once.
+- finish_binding: the Binder returned; start the expiry clock (``assumed_ttl``).
+- forget_pod: binding failed; undo the assume.
+- add_pod for an assumed pod confirms it (moving it if the real node differs).
+- cleanup_assumed_pods(now): expire assumed pods whose binding finished more than
+  ``assumed_ttl`` ago without an Add (the API never confirmed; don't count them forever).
+
+Nodes may be known only through their pods (a bound pod arrives before its node): such
+a NodeInfo has ``node is None`` and is not schedulable; it disappears with its last pod.
+
+Runtime complexity: add/update/remove of a pod or node O(1) amortised (plus O(#resources));
+update_snapshot O(changed nodes) plus O(nodes) only when the node set changed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.types import NodeInfo, NodeRecord, PodInfo
+
+__all__ = ["Cache", "CacheError"]
+
+
+class CacheError(RuntimeError):
+    """An operation that contradicts the cache's state machine (a bug upstream of us)."""
+
+
+@dataclass(slots=True)
+class _PodState:
+    pod: PodInfo
+    assumed: bool = False
+    binding_finished: bool = False
+    deadline: float | None = None
+
+
+class Cache:
+    def __init__(self, *, assumed_ttl: float = 30.0) -> None:
+        self.assumed_ttl = assumed_ttl
+        self._nodes: dict[str, NodeInfo] = {}
+        # Node name -> generation of its last change, oldest first: update_snapshot walks it
+        # backwards and stops at the first entry its snapshot has already seen.
+        self._recent: OrderedDict[str, int] = OrderedDict()
+        self._pods: dict[str, _PodState] = {}
+        self._generation = 0
+        self._node_set_changed = True
+
+    # ----------------------------------------------------------------- internals
+    def _bump(self, name: str) -> int:
+        self._generation += 1
+        self._recent[name] = self._generation
+        self._recent.move_to_end(name)
+        return self._generation
+
+    def _node_info(self, name: str) -> NodeInfo:
+        ni = self._nodes.get(name)
+        if ni is None:
+            ni = self._nodes[name] = NodeInfo(None)
+            self._node_set_changed = True
+        return ni
+
+    def _add_to_node(self, pod: PodInfo) -> None:
+        ni = self._node_info(pod.node_name)
+        ni.add_pod(pod, self._bump(pod.node_name))
+
+    def _remove_from_node(self, pod: PodInfo) -> None:
+        ni = self._nodes.get(pod.node_name)
+        if ni is None:
+            return
+        ni.remove_pod(pod.key, self._bump(pod.node_name))
+        if ni.node is None and not ni.pods:
+            del self._nodes[pod.node_name]
+            self._node_set_changed = True
+
+    # ----------------------------------------------------------------- pods
+    def assume_pod(self, pod: PodInfo, node_name: str) -> PodInfo:
+        """Count ``pod`` on ``node_name`` before the binding is confirmed. O(1)."""
+        if pod.key in self._pods:
+            raise CacheError(f"pod {pod.key} is already in the cache; cannot assume it")
+        assumed = replace(pod, node_name=node_name)
+        self._add_to_node(assumed)
+        self._pods[pod.key] = _PodState(assumed, assumed=True)
+        return assumed
+
+    def finish_binding(self, key: str, now: float) -> None:
+        st = self._pods.get(key)
+        if st is not None and st.assumed:
+            st.binding_finished = True
+            st.deadline = now + self.assumed_ttl
+
+    def forget_pod(self, key: str) -> None:
+        """Undo an assume (binding failed). A confirmed pod is left alone. O(1)."""
+        st = self._pods.get(key)
+        if st is None or not st.assumed:
+            return
+        self._remove_from_node(st.pod)
+        del self._pods[key]
+
+    def is_assumed(self, key: str) -> bool:
+        st = self._pods.get(key)
+        return st is not None and st.assumed
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """A bound pod seen by the watch. Confirms an assumed pod. O(1)."""
+        if not pod.node_name:
+            raise CacheError(f"pod {pod.key} has no node; only bound pods enter the cache")
+        st = self._pods.get(pod.key)
+        if st is not None:
+            # Confirmation of an assume (possibly on another node), or a re-add: replace.
+            self._remove_from_node(st.pod)
+        self._add_to_node(pod)
+        self._pods[pod.key] = _PodState(pod)
+
+    def update_pod(self, pod: PodInfo) -> None:
+        st = self._pods.get(pod.key)
+        if st is None or st.assumed:
+            self.add_pod(pod)
+            return
+        self._remove_from_node(st.pod)
+        self._add_to_node(pod)
+        st.pod = pod
+
+    def remove_pod(self, key: str) -> PodInfo | None:
+        st = self._pods.pop(key, None)
+        if st is None:
+            return None
+        self._remove_from_node(st.pod)
+        return st.pod
+
+    def get_pod(self, key: str) -> PodInfo | None:
+        st = self._pods.get(key)
+        return st.pod if st is not None else None
+
+    def cleanup_assumed_pods(self, now: float) -> list[PodInfo]:
+        """Expire assumed pods whose binding finished but was never confirmed. O(pods)."""
+        expired = [
+            st.pod
+            for st in self._pods.values()
+            if st.assumed and st.binding_finished and st.deadline is not None and now >= st.deadline
+        ]
+        for p in expired:
+            self.forget_pod(p.key)
+        return expired
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    # ----------------------------------------------------------------- nodes
+    def add_node(self, node: NodeRecord) -> None:
+        ni = self._node_info(node.name)
+        ni.set_node(node, self._bump(node.name))
+        self._node_set_changed = True
+
+    def update_node(self, node: NodeRecord) -> None:
+        self.add_node(node)
+
+    def remove_node(self, name: str) -> None:
+        ni = self._nodes.get(name)
+        if ni is None:
+            return
+        if ni.pods:
+            ni.node = None  # pods still reference it; keep a placeholder until they go
+            self._bump(name)
+        else:
+            del self._nodes[name]
+            self._bump(name)
+        self._node_set_changed = True
+
+    def node_names(self) -> list[str]:
+        return [n for n, ni in self._nodes.items() if ni.node is not None]
+
+    def get_node(self, name: str) -> NodeInfo | None:
+        return self._nodes.get(name)
+
+    # ----------------------------------------------------------------- snapshot
+    def update_snapshot(self, snap: Snapshot) -> None:
+        """Bring ``snap`` up to date: re-clone only NodeInfos changed since its generation."""
+        changed_affinity = False
+        for name, gen in reversed(self._recent.items()):
+            if gen <= snap.generation:
+                break
+            ni = self._nodes.get(name)
+            if ni is None:
+                if snap.node_info_map.pop(name, None) is not None:
+                    changed_affinity = True
+                continue
+            old = snap.node_info_map.get(name)
+            new = ni.clone()
+            if old is None or (old.pods_with_affinity > 0) != (new.pods_with_affinity > 0) or (
+                old.pods_with_required_anti_affinity > 0
+            ) != (new.pods_with_required_anti_affinity > 0):
+                changed_affinity = True
+            snap.node_info_map[name] = new
+        if self._node_set_changed or changed_affinity or len(snap.node_info_map) != len(self._nodes):
+            for name in list(snap.node_info_map):
+                if name not in self._nodes:
+                    del snap.node_info_map[name]
+            snap.rebuild_lists()
+            self._node_set_changed = False
+        else:
+            # Same node set: swap the changed clones into the ordered list in place.
+            for i, ni in enumerate(snap.node_info_list):
+                cur = snap.node_info_map[ni.name]
+                if cur is not ni:
+                    snap.node_info_list[i] = cur
+            snap.have_pods_with_affinity = [
+                ni for ni in snap.node_info_list if ni.pods_with_affinity
+            ]
+            snap.have_pods_with_required_anti_affinity = [
+                ni for ni in snap.node_info_list if ni.pods_with_required_anti_affinity
+            ]
+        snap.generation = self._generation
+
+    # ----------------------------------------------------------------- invariants
+    def check_invariants(self) -> None:
+        placed: dict[str, str] = {}
+        for name, ni in self._nodes.items():
+            assert ni.node is None or ni.node.name == name, f"node {name} holds {ni.name}"
+            assert ni.node is not None or ni.pods, f"empty placeholder node {name}"
+            ni.check_invariants()
+            for key in ni.pods:
+                assert key not in placed, f"pod {key} on {placed[key]} and {name}"
+                placed[key] = name
+        assert set(placed) == set(self._pods), "pods in nodes != pods in the cache"
+        for key, st in self._pods.items():
+            assert st.pod.node_name == placed[key], f"pod {key} node mismatch"
+            assert self._nodes[placed[key]].pods[key] is st.pod
+            assert st.assumed or not st.binding_finished, f"confirmed pod {key} still expiring"
+        gens = list(self._recent.values())
+        assert gens == sorted(gens), "recent-change order is not by generation"
+        for name, ni in self._nodes.items():
+            assert self._recent.get(name, -1) >= ni.generation, f"node {name} change not recorded"

@@ -1,0 +1,423 @@
+"""PriorityQueue: the pods waiting to be scheduled, in three sub-queues as upstream's.
+
+- activeQ: pods ready for a scheduling attempt, highest priority first, then earliest
+  enqueue time (then insertion order), a SortedList of frozen keys.
+- backoffQ: pods that failed recently and wait out their backoff (1s doubling to 10s by
+  default), ordered by backoff expiry.
+- unschedulable pods: pods that failed and wait for a cluster event that could help them.
+  Each remembers the plugins that rejected it; a cluster event moves it back only if one of
+  those plugins' queueing hints says the event may make it schedulable (precise moves, not
+  "move everything"). Pods left there longer than ``max_unschedulable_duration`` (5 min) are
+  flushed back anyway.
+
+A pod popped for a cycle is "in flight". Events that arrive while pods are in flight are
+remembered, so that a pod that fails after such an event goes to backoffQ instead of
+sleeping in the unschedulable map (the event may already have helped it).
+
+Every pod the queue holds is in exactly one of activeQ, backoffQ, unschedulable, in-flight
+(``check_invariants``). The queue does no waiting itself: ``pop`` returns None when nothing
+is ready, and ``on_ready`` (a callback) tells the owner when a pod became ready, so an
+asyncio owner can await it. Time comes from an injected Clock.
+
+Runtime complexity: add/update/delete/pop O(log n); flush_backoff_completed O(k log n) for
+k moved pods; move_all_to_active_or_backoff O(u) for u unschedulable pods.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sortedcontainers import SortedList
+
+from scheduler.backend.queue.nominator import Nominator
+from scheduler.clock import Clock
+from scheduler.framework.interface import ClusterEvent, EventRegistration, QueueingHint
+from scheduler.types import PodInfo
+
+__all__ = [
+    "ACTIVE_Q",
+    "BACKOFF_Q",
+    "UNSCHEDULABLE_Q",
+    "PriorityQueue",
+    "QueuedPodInfo",
+]
+
+ACTIVE_Q = "active"
+BACKOFF_Q = "backoff"
+UNSCHEDULABLE_Q = "unschedulable"
+IN_FLIGHT = "in_flight"
+
+# Event names for the scheduler_queue_incoming_pods_total metric.
+EVENT_POD_ADD = "PodAdd"
+EVENT_BACKOFF_COMPLETE = "BackoffComplete"
+EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+EVENT_POD_UPDATE = "PodUpdate"
+EVENT_FORCE_ACTIVATE = "ForceActivate"
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    pod: PodInfo
+    timestamp: float  # enqueue time (activeQ order); the failure time once it failed
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    # The last attempt failed with an error (not a rejection): retry after backoff.
+    errored: bool = False
+    seq: int = 0
+    _active_key: tuple[int, float, int, str] | None = None
+    _backoff_key: tuple[float, int, str] | None = None
+    _in_flight_since: int = 0
+
+
+IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
+
+
+class PriorityQueue:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        initial_backoff: float = 1.0,
+        max_backoff: float = 10.0,
+        max_unschedulable_duration: float = 300.0,
+        hints: Mapping[str, Sequence[EventRegistration]] | None = None,
+        on_ready: Callable[[], None] | None = None,
+        on_incoming: IncomingHook | None = None,
+    ) -> None:
+        if initial_backoff <= 0 or max_backoff < initial_backoff:
+            raise ValueError(
+                f"backoff must satisfy 0 < initial ({initial_backoff}) <= max ({max_backoff})"
+            )
+        self.clock = clock
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_unschedulable_duration = max_unschedulable_duration
+        self.hints: dict[str, list[EventRegistration]] = {
+            k: list(v) for k, v in (hints or {}).items()
+        }
+        self.on_ready = on_ready
+        self.on_incoming = on_incoming
+        self.nominator = Nominator()
+        self._active: SortedList = SortedList()
+        self._backoff: SortedList = SortedList()
+        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._in_flight: dict[str, QueuedPodInfo] = {}
+        self._where: dict[str, str] = {}
+        self._infos: dict[str, QueuedPodInfo] = {}
+        self._seq = itertools.count()
+        self._event_seq = itertools.count(1)
+        self._in_flight_events: list[tuple[int, ClusterEvent, Any, Any]] = []
+        self._deleted_in_flight: set[str] = set()
+        self.closed = False
+
+    # ------------------------------------------------------------------ internals
+    def _incoming(self, queue: str, event: str) -> None:
+        if self.on_incoming is not None:
+            self.on_incoming(queue, event)
+
+    def _push_active(self, qpi: QueuedPodInfo, event: str) -> None:
+        qpi._active_key = (-qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
+        self._active.add(qpi._active_key)
+        self._where[qpi.pod.key] = ACTIVE_Q
+        self._infos[qpi.pod.key] = qpi
+        self._incoming(ACTIVE_Q, event)
+        if self.on_ready is not None:
+            self.on_ready()
+
+    def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+        qpi._backoff_key = (self.backoff_expiry(qpi), qpi.seq, qpi.pod.key)
+        self._backoff.add(qpi._backoff_key)
+        self._where[qpi.pod.key] = BACKOFF_Q
+        self._infos[qpi.pod.key] = qpi
+        self._incoming(BACKOFF_Q, event)
+
+    def _push_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
+        self._unschedulable[qpi.pod.key] = qpi
+        self._where[qpi.pod.key] = UNSCHEDULABLE_Q
+        self._infos[qpi.pod.key] = qpi
+        self._incoming(UNSCHEDULABLE_Q, event)
+
+    def _detach(self, key: str) -> QueuedPodInfo | None:
+        where = self._where.pop(key, None)
+        qpi = self._infos.pop(key, None)
+        if where is None or qpi is None:
+            return None
+        if where == ACTIVE_Q:
+            self._active.remove(qpi._active_key)
+            qpi._active_key = None
+        elif where == BACKOFF_Q:
+            self._backoff.remove(qpi._backoff_key)
+            qpi._backoff_key = None
+        elif where == UNSCHEDULABLE_Q:
+            del self._unschedulable[key]
+        else:
+            del self._in_flight[key]
+        return qpi
+
+    def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
+        """To backoffQ if still backing off, else activeQ."""
+        if self.is_backing_off(qpi):
+            self._push_backoff(qpi, event)
+        else:
+            self._push_active(qpi, event)
+
+    # ------------------------------------------------------------------ backoff
+    def backoff_duration(self, attempts: int) -> float:
+        d = self.initial_backoff
+        for _ in range(1, attempts):
+            if d >= self.max_backoff / 2:
+                return self.max_backoff
+            d += d
+        return min(d, self.max_backoff)
+
+    def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
+        return qpi.timestamp + self.backoff_duration(max(qpi.attempts, 1))
+
+    def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
+        return qpi.attempts > 0 and self.backoff_expiry(qpi) > self.clock.now()
+
+    # ------------------------------------------------------------------ pod events
+    def add(self, pod: PodInfo, *, timestamp: float | None = None) -> None:
+        """A new pending pod. Goes to activeQ. O(log n)."""
+        if pod.key in self._where:
+            self.update(pod)
+            return
+        qpi = QueuedPodInfo(
+            pod, self.clock.now() if timestamp is None else timestamp, seq=next(self._seq)
+        )
+        self._push_active(qpi, EVENT_POD_ADD)
+        if pod.nominated_node_name:
+            self.nominator.add_nominated_pod(pod, pod.nominated_node_name)
+
+    def update(self, pod: PodInfo) -> None:
+        """A queued pod changed: re-key it; an unschedulable pod whose spec changed is retried."""
+        key = pod.key
+        where = self._where.get(key)
+        if where is None:
+            self.add(pod)
+            return
+        qpi = self._infos[key]
+        old = qpi.pod
+        self.nominator.update_nominated_pod(pod)
+        if where == IN_FLIGHT:
+            qpi.pod = pod
+            return
+        spec_changed = _scheduling_relevant(old) != _scheduling_relevant(pod)
+        self._detach(key)
+        qpi.pod = pod
+        if where == ACTIVE_Q:
+            self._push_active(qpi, EVENT_POD_UPDATE)
+        elif where == BACKOFF_Q:
+            self._push_backoff(qpi, EVENT_POD_UPDATE)
+        elif spec_changed:
+            self._requeue(qpi, EVENT_POD_UPDATE)
+        else:
+            self._push_unschedulable(qpi, EVENT_POD_UPDATE)
+
+    def delete(self, key: str) -> bool:
+        """Remove a pod from every structure (queue, nominator). O(log n)."""
+        self.nominator.delete_nominated_pod_if_exists(key)
+        where = self._where.get(key)
+        if where == IN_FLIGHT:
+            self._deleted_in_flight.add(key)
+        return self._detach(key) is not None
+
+    def contains(self, key: str) -> bool:
+        return key in self._where
+
+    def where(self, key: str) -> str | None:
+        return self._where.get(key)
+
+    def get(self, key: str) -> QueuedPodInfo | None:
+        return self._infos.get(key)
+
+    # ------------------------------------------------------------------ scheduling cycle
+    def pop(self) -> QueuedPodInfo | None:
+        """The next pod to schedule, or None when activeQ is empty. O(log n)."""
+        if self.closed or not self._active:
+            return None
+        key = self._active[0][3]
+        qpi = self._detach(key)
+        assert qpi is not None
+        qpi.attempts += 1
+        if qpi.initial_attempt_timestamp is None:
+            qpi.initial_attempt_timestamp = self.clock.now()
+        qpi.unschedulable_plugins = set()
+        qpi.errored = False
+        qpi._in_flight_since = next(self._event_seq)
+        self._in_flight[key] = qpi
+        self._where[key] = IN_FLIGHT
+        self._infos[key] = qpi
+        return qpi
+
+    def done(self, key: str) -> None:
+        """The cycle of an in-flight pod ended with the pod bound (or assumed). O(1)."""
+        if self._where.get(key) == IN_FLIGHT:
+            self._detach(key)
+        self._deleted_in_flight.discard(key)
+        self._prune_in_flight_events()
+
+    def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo) -> None:
+        """Return a pod whose attempt failed. Rejected pods wait in the unschedulable map
+        unless an event that may help them came while they were in flight; errored pods and
+        such lucky ones go to backoffQ."""
+        key = qpi.pod.key
+        if key in self._deleted_in_flight:
+            self._deleted_in_flight.discard(key)
+            self._prune_in_flight_events()
+            return
+        if self._where.get(key) == IN_FLIGHT:
+            self._detach(key)
+        elif key in self._where:
+            return  # already back in a queue (e.g. re-added by an update)
+        qpi.timestamp = self.clock.now()
+        helped = qpi.errored or not qpi.unschedulable_plugins
+        if not helped:
+            for seq, ev, old, new in self._in_flight_events:
+                if seq > qpi._in_flight_since and self._hint_says_queue(qpi, ev, old, new):
+                    helped = True
+                    break
+        if helped:
+            self._push_backoff(qpi, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+        else:
+            self._push_unschedulable(qpi, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+        self._prune_in_flight_events()
+
+    def _prune_in_flight_events(self) -> None:
+        if not self._in_flight:
+            self._in_flight_events.clear()
+            return
+        oldest = min(q._in_flight_since for q in self._in_flight.values())
+        if self._in_flight_events and self._in_flight_events[0][0] <= oldest:
+            self._in_flight_events = [e for e in self._in_flight_events if e[0] > oldest]
+
+    # ------------------------------------------------------------------ periodic flushes
+    def flush_backoff_completed(self) -> int:
+        """Move pods whose backoff expired to activeQ (upstream runs this every 1s)."""
+        now = self.clock.now()
+        moved = 0
+        while self._backoff and self._backoff[0][0] <= now:
+            key = self._backoff[0][2]
+            qpi = self._detach(key)
+            assert qpi is not None
+            self._push_active(qpi, EVENT_BACKOFF_COMPLETE)
+            moved += 1
+        return moved
+
+    def flush_unschedulable_left_over(self) -> int:
+        """Retry pods that sat in the unschedulable map longer than the limit (5 min)."""
+        now = self.clock.now()
+        stale = [
+            q
+            for q in self._unschedulable.values()
+            if now - q.timestamp >= self.max_unschedulable_duration
+        ]
+        for q in stale:
+            self._detach(q.pod.key)
+            self._requeue(q, EVENT_UNSCHEDULABLE_TIMEOUT)
+        return len(stale)
+
+    def next_backoff_expiry(self) -> float | None:
+        return self._backoff[0][0] if self._backoff else None
+
+    # ------------------------------------------------------------------ cluster events
+    def _hint_says_queue(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
+        for plugin in qpi.unschedulable_plugins:
+            for reg in self.hints.get(plugin, ()):
+                if reg.event.resource != event.resource:
+                    continue
+                if reg.event.action not in ("*", event.action):
+                    continue
+                if reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE:
+                    return True
+        return False
+
+    def move_all_to_active_or_backoff(
+        self, event: ClusterEvent, old: Any = None, new: Any = None
+    ) -> int:
+        """A cluster event: move the unschedulable pods it may help. O(u · hints)."""
+        if self._in_flight:
+            self._in_flight_events.append((next(self._event_seq), event, old, new))
+        moved = 0
+        for qpi in list(self._unschedulable.values()):
+            if qpi.errored or not qpi.unschedulable_plugins or self._hint_says_queue(
+                qpi, event, old, new
+            ):
+                self._detach(qpi.pod.key)
+                self._requeue(qpi, event.name)
+                moved += 1
+        return moved
+
+    def activate(self, keys: Iterable[str]) -> None:
+        """Move the named pods from backoff/unschedulable straight to activeQ."""
+        for key in keys:
+            if self._where.get(key) in (BACKOFF_Q, UNSCHEDULABLE_Q):
+                qpi = self._detach(key)
+                assert qpi is not None
+                self._push_active(qpi, EVENT_FORCE_ACTIVATE)
+
+    # ------------------------------------------------------------------ introspection
+    def pending_pods(self) -> dict[str, list[PodInfo]]:
+        return {
+            ACTIVE_Q: [self._infos[k[3]].pod for k in self._active],
+            BACKOFF_Q: [self._infos[k[2]].pod for k in self._backoff],
+            UNSCHEDULABLE_Q: [q.pod for q in self._unschedulable.values()],
+        }
+
+    def counts(self) -> dict[str, int]:
+        return {
+            ACTIVE_Q: len(self._active),
+            BACKOFF_Q: len(self._backoff),
+            UNSCHEDULABLE_Q: len(self._unschedulable),
+            IN_FLIGHT: len(self._in_flight),
+        }
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+    def close(self) -> None:
+        self.closed = True
+        if self.on_ready is not None:
+            self.on_ready()
+
+    def check_invariants(self) -> None:
+        seen: dict[str, str] = {}
+        for k in self._active:
+            seen[k[3]] = ACTIVE_Q
+        for k in self._backoff:
+            assert k[2] not in seen, f"{k[2]} in two sub-queues"
+            seen[k[2]] = BACKOFF_Q
+        for key in self._unschedulable:
+            assert key not in seen, f"{key} in two sub-queues"
+            seen[key] = UNSCHEDULABLE_Q
+        for key in self._in_flight:
+            assert key not in seen, f"{key} in flight and queued"
+            seen[key] = IN_FLIGHT
+        assert seen == self._where, "sub-queues disagree with the index"
+        assert set(self._infos) == set(self._where)
+        for key, q in self._infos.items():
+            assert q.pod.key == key
+            if seen[key] == ACTIVE_Q:
+                assert q._active_key == (-q.pod.priority, q.timestamp, q.seq, key), "stale key"
+        self.nominator.check_invariants()
+
+
+def _scheduling_relevant(p: PodInfo) -> tuple[Any, ...]:
+    """The parts of a pod whose change may make it schedulable (not status or version)."""
+    return (
+        p.requests,
+        p.node_selector,
+        p.required_node_affinity,
+        p.tolerations,
+        p.host_ports,
+        p.required_affinity,
+        p.required_anti_affinity,
+        p.topology_spread_constraints,
+        p.labels,
+        p.priority,
+    )

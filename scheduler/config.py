@@ -1,0 +1,439 @@
+"""Configuration: a subset of KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
+
+Owns parsing and validation of the config file and the defaults. Unknown or unsupported
+fields are errors that name the field path and the file: a typo must never silently fall
+back to a default on a production scheduler. One profile is supported.
+
+Our extensions (not upstream fields), documented in docs/configuration.md:
+- ``disablePreemption: true``: shorthand for disabling the DefaultPreemption postFilter.
+- ``asyncPreemption`` (default true): run preemption's API calls off the scheduling loop.
+- ``DefaultPreemptionArgs.victimSchedulerNames``: only pods of these schedulers may be
+  preempted (default: any pod, as upstream).
+- ``httpBindAddress`` / ``httpPort``: the one port serving /healthz, /readyz, /metrics.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "ALL_PLUGINS",
+    "DEFAULT_SCORE_WEIGHTS",
+    "ConfigError",
+    "DefaultPreemptionArgs",
+    "LeaderElectionConfig",
+    "NodeResourcesFitArgs",
+    "SchedulerConfig",
+    "load_config",
+    "parse_config",
+]
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+DEFAULT_SCHEDULER_NAME = "py-scheduler"
+
+FILTER_PLUGINS = (
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+    "PodTopologySpread",
+    "InterPodAffinity",
+)
+SCORE_PLUGINS = (
+    "TaintToleration",
+    "NodeAffinity",
+    "NodeResourcesFit",
+    "NodeResourcesBalancedAllocation",
+    "PodTopologySpread",
+    "InterPodAffinity",
+    "ImageLocality",
+)
+POST_FILTER_PLUGINS = ("DefaultPreemption",)
+# Plugins with no effect here but accepted so upstream configs load (their names only).
+ACCEPTED_NOOP = ("PrioritySort", "DefaultBinder", "SchedulingGates")
+ALL_PLUGINS = tuple(dict.fromkeys(FILTER_PLUGINS + SCORE_PLUGINS + POST_FILTER_PLUGINS))
+# Upstream's default score weights (pkg/scheduler/apis/config/v1/default_plugins.go).
+DEFAULT_SCORE_WEIGHTS = {
+    "TaintToleration": 3,
+    "NodeAffinity": 2,
+    "NodeResourcesFit": 1,
+    "NodeResourcesBalancedAllocation": 1,
+    "PodTopologySpread": 2,
+    "InterPodAffinity": 2,
+    "ImageLocality": 1,
+}
+
+
+class ConfigError(ValueError):
+    """A configuration we refuse; the message names the file and the field."""
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs:
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+    victim_scheduler_names: tuple[str, ...] = ()  # empty: any scheduler's pods
+
+
+@dataclass(frozen=True, slots=True)
+class NodeResourcesFitArgs:
+    strategy: str = "LeastAllocated"
+    resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
+    shape: tuple[tuple[int, int], ...] = ((0, 10), (100, 0))
+    ignored_resources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderElectionConfig:
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_name: str = "py-scheduler"
+    resource_namespace: str = "kube-system"
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    percentage_of_nodes_to_score: int = 0  # 0: upstream's adaptive default
+    pod_initial_backoff_seconds: float = 1.0
+    pod_max_backoff_seconds: float = 10.0
+    pod_max_in_unschedulable_seconds: float = 300.0
+    filters: tuple[str, ...] = FILTER_PLUGINS
+    scores: tuple[str, ...] = SCORE_PLUGINS
+    post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
+    score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
+    preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
+    fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
+    async_preemption: bool = True
+    leader_election: LeaderElectionConfig = LeaderElectionConfig()
+    # Client QPS/burst: upstream's defaults are 50/100; we keep them (see docs/configuration.md).
+    qps: float = 50.0
+    burst: int = 100
+    http_bind_address: str = "127.0.0.1"
+    http_port: int = 10260
+
+    @property
+    def preemption_enabled(self) -> bool:
+        return "DefaultPreemption" in self.post_filters
+
+
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
+
+
+class _Reader:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, path: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {path}: {problem}")
+
+    def mapping(self, raw: Any, path: str, allowed: set[str]) -> Mapping[str, Any]:
+        if raw is None:
+            return {}
+        if not isinstance(raw, Mapping):
+            raise self.fail(path, f"expected a mapping, got {type(raw).__name__}")
+        for k in raw:
+            if k not in allowed:
+                raise self.fail(f"{path}.{k}" if path else str(k), "unknown or unsupported field")
+        return raw
+
+    def integer(self, raw: Any, path: str, lo: int | None = None, hi: int | None = None) -> int:
+        if isinstance(raw, bool) or not isinstance(raw, int):
+            raise self.fail(path, f"expected an integer, got {raw!r}")
+        if (lo is not None and raw < lo) or (hi is not None and raw > hi):
+            raise self.fail(path, f"{raw} is out of range [{lo}, {hi}]")
+        return raw
+
+    def number(self, raw: Any, path: str) -> float:
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or raw <= 0:
+            raise self.fail(path, f"expected a positive number, got {raw!r}")
+        return float(raw)
+
+    def boolean(self, raw: Any, path: str) -> bool:
+        if not isinstance(raw, bool):
+            raise self.fail(path, f"expected true or false, got {raw!r}")
+        return raw
+
+    def string(self, raw: Any, path: str) -> str:
+        if not isinstance(raw, str) or not raw:
+            raise self.fail(path, f"expected a non-empty string, got {raw!r}")
+        return raw
+
+    def duration(self, raw: Any, path: str) -> float:
+        if isinstance(raw, str):
+            m = _DURATION.match(raw)
+            if m and raw:
+                h, mi, s = (float(x) if x else 0.0 for x in m.groups())
+                return h * 3600 + mi * 60 + s
+        raise self.fail(path, f"expected a duration like '15s' or '1m30s', got {raw!r}")
+
+
+def _plugin_set(
+    r: _Reader, raw: Any, path: str, default: tuple[str, ...], known: tuple[str, ...]
+) -> tuple[tuple[str, ...], dict[str, int]]:
+    """Apply an upstream PluginSet (enabled/disabled) to a default list."""
+    ps = r.mapping(raw, path, {"enabled", "disabled"})
+    names = list(default)
+    weights: dict[str, int] = {}
+    for i, d in enumerate(ps.get("disabled") or ()):
+        dm = r.mapping(d, f"{path}.disabled[{i}]", {"name"})
+        name = r.string(dm.get("name"), f"{path}.disabled[{i}].name")
+        if name == "*":
+            names = []
+        elif name in known or name in ACCEPTED_NOOP:
+            names = [n for n in names if n != name]
+        else:
+            raise r.fail(f"{path}.disabled[{i}].name", f"unknown plugin {name!r}")
+    for i, e in enumerate(ps.get("enabled") or ()):
+        em = r.mapping(e, f"{path}.enabled[{i}]", {"name", "weight"})
+        name = r.string(em.get("name"), f"{path}.enabled[{i}].name")
+        if name in ACCEPTED_NOOP:
+            continue
+        if name not in known:
+            raise r.fail(f"{path}.enabled[{i}].name", f"unknown or unsupported plugin {name!r}")
+        if name not in names:
+            names.append(name)
+        if "weight" in em:
+            weights[name] = r.integer(em["weight"], f"{path}.enabled[{i}].weight", 1, 100)
+    return tuple(names), weights
+
+
+def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
+    r = _Reader(source)
+    top = r.mapping(
+        raw,
+        "",
+        {
+            "apiVersion",
+            "kind",
+            "profiles",
+            "percentageOfNodesToScore",
+            "podInitialBackoffSeconds",
+            "podMaxBackoffSeconds",
+            "leaderElection",
+            "clientConnection",
+            "parallelism",
+            "disablePreemption",
+            "asyncPreemption",
+            "httpBindAddress",
+            "httpPort",
+        },
+    )
+    if top.get("apiVersion", API_VERSION) != API_VERSION:
+        raise r.fail("apiVersion", f"expected {API_VERSION}, got {top.get('apiVersion')!r}")
+    if top.get("kind", "KubeSchedulerConfiguration") != "KubeSchedulerConfiguration":
+        raise r.fail("kind", f"expected KubeSchedulerConfiguration, got {top.get('kind')!r}")
+    kw: dict[str, Any] = {}
+    if "percentageOfNodesToScore" in top:
+        kw["percentage_of_nodes_to_score"] = r.integer(
+            top["percentageOfNodesToScore"], "percentageOfNodesToScore", 0, 100
+        )
+    if "podInitialBackoffSeconds" in top:
+        kw["pod_initial_backoff_seconds"] = float(
+            r.integer(top["podInitialBackoffSeconds"], "podInitialBackoffSeconds", 1)
+        )
+    if "podMaxBackoffSeconds" in top:
+        kw["pod_max_backoff_seconds"] = float(
+            r.integer(top["podMaxBackoffSeconds"], "podMaxBackoffSeconds", 1)
+        )
+    if kw.get("pod_max_backoff_seconds", 10.0) < kw.get("pod_initial_backoff_seconds", 1.0):
+        raise r.fail("podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
+    if "parallelism" in top:
+        r.integer(top["parallelism"], "parallelism", 1)  # accepted; we schedule on one loop
+    if "asyncPreemption" in top:
+        kw["async_preemption"] = r.boolean(top["asyncPreemption"], "asyncPreemption")
+    if "httpBindAddress" in top:
+        kw["http_bind_address"] = r.string(top["httpBindAddress"], "httpBindAddress")
+    if "httpPort" in top:
+        kw["http_port"] = r.integer(top["httpPort"], "httpPort", 0, 65535)
+
+    le = r.mapping(
+        top.get("leaderElection"),
+        "leaderElection",
+        {
+            "leaderElect",
+            "leaseDuration",
+            "renewDeadline",
+            "retryPeriod",
+            "resourceLock",
+            "resourceName",
+            "resourceNamespace",
+        },
+    )
+    if le:
+        if le.get("resourceLock", "leases") != "leases":
+            raise r.fail("leaderElection.resourceLock", "only 'leases' is supported")
+        lec = LeaderElectionConfig(
+            leader_elect=r.boolean(le.get("leaderElect", True), "leaderElection.leaderElect"),
+            lease_duration=r.duration(le.get("leaseDuration", "15s"), "leaderElection.leaseDuration"),
+            renew_deadline=r.duration(le.get("renewDeadline", "10s"), "leaderElection.renewDeadline"),
+            retry_period=r.duration(le.get("retryPeriod", "2s"), "leaderElection.retryPeriod"),
+            resource_name=r.string(
+                le.get("resourceName", "py-scheduler"), "leaderElection.resourceName"
+            ),
+            resource_namespace=r.string(
+                le.get("resourceNamespace", "kube-system"), "leaderElection.resourceNamespace"
+            ),
+        )
+        if not lec.lease_duration > lec.renew_deadline > lec.retry_period:
+            raise r.fail(
+                "leaderElection", "need leaseDuration > renewDeadline > retryPeriod"
+            )
+        kw["leader_election"] = lec
+    cc = r.mapping(
+        top.get("clientConnection"),
+        "clientConnection",
+        {"qps", "burst", "kubeconfig", "contentType", "acceptContentTypes"},
+    )
+    if "qps" in cc:
+        kw["qps"] = r.number(cc["qps"], "clientConnection.qps")
+    if "burst" in cc:
+        kw["burst"] = r.integer(cc["burst"], "clientConnection.burst", 1)
+
+    profiles = top.get("profiles")
+    filters: tuple[str, ...] = FILTER_PLUGINS
+    scores: tuple[str, ...] = SCORE_PLUGINS
+    post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
+    weights = dict(DEFAULT_SCORE_WEIGHTS)
+    if profiles is not None:
+        if not isinstance(profiles, list) or len(profiles) != 1:
+            raise r.fail("profiles", "exactly one profile is supported")
+        prof = r.mapping(profiles[0], "profiles[0]", {"schedulerName", "plugins", "pluginConfig"})
+        if "schedulerName" in prof:
+            kw["scheduler_name"] = r.string(prof["schedulerName"], "profiles[0].schedulerName")
+        plugins = r.mapping(
+            prof.get("plugins"),
+            "profiles[0].plugins",
+            {"multiPoint", "preFilter", "filter", "postFilter", "preScore", "score", "queueSort",
+             "reserve", "permit", "preBind", "bind", "postBind", "preEnqueue"},
+        )
+        if "multiPoint" in plugins:
+            mp, mp_weights = _plugin_set(
+                r, plugins["multiPoint"], "profiles[0].plugins.multiPoint", ALL_PLUGINS, ALL_PLUGINS
+            )
+            filters = tuple(n for n in filters if n in mp)
+            scores = tuple(n for n in scores if n in mp)
+            post_filters = tuple(n for n in post_filters if n in mp)
+            weights.update(mp_weights)
+        for point in ("preFilter", "filter"):
+            if point in plugins:
+                filters, _ = _plugin_set(
+                    r, plugins[point], f"profiles[0].plugins.{point}", filters, FILTER_PLUGINS
+                )
+        for point in ("preScore", "score"):
+            if point in plugins:
+                scores, w = _plugin_set(
+                    r, plugins[point], f"profiles[0].plugins.{point}", scores, SCORE_PLUGINS
+                )
+                weights.update(w)
+        if "postFilter" in plugins:
+            post_filters, _ = _plugin_set(
+                r, plugins["postFilter"], "profiles[0].plugins.postFilter", post_filters,
+                POST_FILTER_PLUGINS,
+            )
+        for point in ("queueSort", "reserve", "permit", "preBind", "bind", "postBind",
+                      "preEnqueue"):
+            if point in plugins:
+                _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
+        for i, pc in enumerate(prof.get("pluginConfig") or ()):
+            path = f"profiles[0].pluginConfig[{i}]"
+            pcm = r.mapping(pc, path, {"name", "args"})
+            name = r.string(pcm.get("name"), f"{path}.name")
+            args = pcm.get("args") or {}
+            if name == "DefaultPreemption":
+                kw["preemption"] = _preemption_args(r, args, f"{path}.args")
+            elif name == "NodeResourcesFit":
+                kw["fit"] = _fit_args(r, args, f"{path}.args")
+            else:
+                raise r.fail(f"{path}.name", f"no supported args for plugin {name!r}")
+    if "disablePreemption" in top and r.boolean(top["disablePreemption"], "disablePreemption"):
+        post_filters = tuple(p for p in post_filters if p != "DefaultPreemption")
+    kw.update(filters=filters, scores=scores, post_filters=post_filters, score_weights=weights)
+    return SchedulerConfig(**kw)
+
+
+def _preemption_args(r: _Reader, raw: Any, path: str) -> DefaultPreemptionArgs:
+    a = r.mapping(
+        raw,
+        path,
+        {"apiVersion", "kind", "minCandidateNodesPercentage", "minCandidateNodesAbsolute",
+         "victimSchedulerNames"},
+    )
+    pct = r.integer(a.get("minCandidateNodesPercentage", 10), f"{path}.minCandidateNodesPercentage", 0, 100)
+    absolute = r.integer(a.get("minCandidateNodesAbsolute", 100), f"{path}.minCandidateNodesAbsolute", 0)
+    if pct == 0 and absolute == 0:
+        raise r.fail(path, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0")
+    victims = a.get("victimSchedulerNames") or []
+    if not isinstance(victims, list):
+        raise r.fail(f"{path}.victimSchedulerNames", "expected a list of scheduler names")
+    return DefaultPreemptionArgs(
+        pct,
+        absolute,
+        tuple(r.string(v, f"{path}.victimSchedulerNames[{i}]") for i, v in enumerate(victims)),
+    )
+
+
+def _fit_args(r: _Reader, raw: Any, path: str) -> NodeResourcesFitArgs:
+    a = r.mapping(raw, path, {"apiVersion", "kind", "scoringStrategy", "ignoredResources"})
+    ss = r.mapping(
+        a.get("scoringStrategy"),
+        f"{path}.scoringStrategy",
+        {"type", "resources", "requestedToCapacityRatio"},
+    )
+    strategy = ss.get("type", "LeastAllocated")
+    if strategy not in ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"):
+        raise r.fail(f"{path}.scoringStrategy.type", f"unknown strategy {strategy!r}")
+    resources: list[tuple[str, int]] = []
+    for i, res in enumerate(ss.get("resources") or ()):
+        rm = r.mapping(res, f"{path}.scoringStrategy.resources[{i}]", {"name", "weight"})
+        resources.append(
+            (
+                r.string(rm.get("name"), f"{path}.scoringStrategy.resources[{i}].name"),
+                r.integer(rm.get("weight", 1), f"{path}.scoringStrategy.resources[{i}].weight", 1, 100),
+            )
+        )
+    shape: list[tuple[int, int]] = []
+    rtc = r.mapping(ss.get("requestedToCapacityRatio"), f"{path}.scoringStrategy.requestedToCapacityRatio", {"shape"})
+    for i, pt in enumerate(rtc.get("shape") or ()):
+        pm = r.mapping(pt, f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{i}]", {"utilization", "score"})
+        shape.append(
+            (
+                r.integer(pm.get("utilization"), f"{path}...shape[{i}].utilization", 0, 100),
+                r.integer(pm.get("score"), f"{path}...shape[{i}].score", 0, 10),
+            )
+        )
+    ignored = a.get("ignoredResources") or []
+    if not isinstance(ignored, list):
+        raise r.fail(f"{path}.ignoredResources", "expected a list")
+    return NodeResourcesFitArgs(
+        strategy=strategy,
+        resources=tuple(resources) or (("cpu", 1), ("memory", 1)),
+        shape=tuple(shape) or ((0, 10), (100, 0)),
+        ignored_resources=tuple(str(x) for x in ignored),
+    )
+
+
+def load_config(path: str | Path | None) -> SchedulerConfig:
+    """Read a config file (None: all defaults). Raises ConfigError naming the file/field."""
+    if path is None:
+        return SchedulerConfig()
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise ConfigError(f"{p}: cannot read: {e.strerror}") from e
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML: {e}") from e
+    return parse_config(raw or {}, str(p))

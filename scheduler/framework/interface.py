@@ -1,0 +1,239 @@
+"""The framework's vocabulary: status codes, Status, CycleState and the plugin Protocols.
+
+Expected outcomes are values, not exceptions: a filter that rejects a node returns
+``Status(Code.UNSCHEDULABLE, ("Insufficient cpu",))``. Only programming errors and I/O
+faults raise. The Protocols mirror upstream's extension points; a plugin implements the
+ones it needs and the Framework (runtime.py) discovers them with ``isinstance``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from scheduler.types import NodeInfo, PodInfo
+
+if TYPE_CHECKING:
+    from scheduler.backend.cache.snapshot import Snapshot
+
+__all__ = [
+    "SUCCESS",
+    "ClusterEvent",
+    "Code",
+    "CycleState",
+    "EventHint",
+    "FilterPlugin",
+    "NodeScore",
+    "Plugin",
+    "PostFilterPlugin",
+    "PostFilterResult",
+    "PreFilterExtensions",
+    "PreFilterPlugin",
+    "PreFilterResult",
+    "PreScorePlugin",
+    "QueueingHint",
+    "ScorePlugin",
+    "Status",
+]
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class Code(enum.IntEnum):
+    SUCCESS = 0
+    ERROR = 1
+    UNSCHEDULABLE = 2
+    UNSCHEDULABLE_AND_UNRESOLVABLE = 3
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    def is_success(self) -> bool:
+        return self.code == Code.SUCCESS
+
+    def is_skip(self) -> bool:
+        return self.code == Code.SKIP
+
+    def is_rejected(self) -> bool:
+        return self.code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def message(self) -> str:
+        return ", ".join(self.reasons)
+
+    def with_plugin(self, plugin: str) -> Status:
+        return self if self.plugin == plugin else Status(self.code, self.reasons, plugin)
+
+    @staticmethod
+    def unschedulable(*reasons: str, plugin: str = "") -> Status:
+        return Status(Code.UNSCHEDULABLE, reasons, plugin)
+
+    @staticmethod
+    def unresolvable(*reasons: str, plugin: str = "") -> Status:
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, reasons, plugin)
+
+    @staticmethod
+    def error(message: str, plugin: str = "") -> Status:
+        return Status(Code.ERROR, (message,), plugin)
+
+
+SUCCESS = Status()
+SKIP = Status(Code.SKIP)
+
+
+class CycleState:
+    """Per-cycle scratch space shared by a cycle's plugins. ``clone`` is shallow per key, as
+    each stored value is responsible for its own ``clone()`` when it is mutable."""
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        return self._data.get(key)
+
+    def clone(self) -> CycleState:
+        c = CycleState()
+        for k, v in self._data.items():
+            clone = getattr(v, "clone", None)
+            c._data[k] = clone() if callable(clone) else v
+        c.skip_filter_plugins = set(self.skip_filter_plugins)
+        c.skip_score_plugins = set(self.skip_score_plugins)
+        return c
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """Restricts the nodes to evaluate (None: all). Upstream's PreFilterResult.NodeNames."""
+
+    node_names: frozenset[str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+# ------------------------------------------------------------------- cluster events / hints
+
+
+class QueueingHint(enum.Enum):
+    SKIP = 0
+    QUEUE = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEvent:
+    """What changed: resource is one of Node, AssignedPod, UnscheduledPod, PDB, PriorityClass;
+    action one of Add, Update, Delete; ``label`` names the update for metrics."""
+
+    resource: str
+    action: str
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or f"{self.resource}{self.action}"
+
+
+EventHint = Callable[[PodInfo, Any, Any], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class EventRegistration:
+    event: ClusterEvent
+    hint: EventHint | None = None  # None: always QUEUE
+
+
+# ------------------------------------------------------------------- plugin protocols
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    name: str
+
+
+@runtime_checkable
+class PreFilterExtensions(Protocol):
+    """Incremental updates of a plugin's PreFilter state when the dry run adds/removes pods."""
+
+    def add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status: ...
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status: ...
+
+
+@runtime_checkable
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]: ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+
+
+@runtime_checkable
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status: ...
+
+
+@runtime_checkable
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+
+@runtime_checkable
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status: ...
+
+
+@runtime_checkable
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int: ...
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        """Rescale ``scores`` in place to 0..100 (a no-op for plugins already in range)."""
+        ...
+
+
+@runtime_checkable
+class EnqueueExtensions(Protocol):
+    def events_to_register(self) -> Iterable[EventRegistration]: ...
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod did not fit: per-node status plus the plugins that rejected it."""
+
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+    num_all_nodes: int = 0

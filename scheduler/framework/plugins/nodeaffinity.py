@@ -1,0 +1,81 @@
+"""NodeAffinity: spec.nodeSelector and required node affinity as a filter (both must hold);
+preferred node affinity as a score (sum of the weights of matching terms, normalised)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import default_normalize_score, match_node_selector_terms
+from scheduler.types import NodeInfo, NodeRecord, PodInfo
+
+ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+
+
+def pod_matches_node(pod: PodInfo, node: NodeRecord) -> bool:
+    """nodeSelector AND required node affinity (upstream's RequiredNodeAffinity.Match)."""
+    labels = node.labels
+    for k, v in pod.node_selector.items():
+        if labels.get(k) != v:
+            return False
+    terms = pod.required_node_affinity
+    if terms is None:
+        return True
+    return match_node_selector_terms(terms, labels, node.name)
+
+
+class NodeAffinity:
+    name = names.NODE_AFFINITY
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None:
+            return Status.unresolvable("node not found", plugin=self.name)
+        if not pod.node_selector and pod.required_node_affinity is None:
+            return SUCCESS
+        if pod_matches_node(pod, node):
+            return SUCCESS
+        return Status.unresolvable(ERR_REASON_POD, plugin=self.name)
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        if not pod.preferred_node_affinity:
+            state.skip_score_plugins.add(self.name)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        node = node_info.node
+        if node is None:
+            return 0
+        total = 0
+        for weight, term in pod.preferred_node_affinity:
+            if weight and match_node_selector_terms([term], node.labels, node.name):
+                total += weight
+        return total
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        default_normalize_score(scores, reverse=False)
+
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            if isinstance(new, NodeRecord) and pod_matches_node(pod, new):
+                if isinstance(old, NodeRecord) and pod_matches_node(pod, old):
+                    return QueueingHint.SKIP  # it matched before: not this plugin's change
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+
+        return [
+            EventRegistration(ClusterEvent("Node", "Add"), hint),
+            EventRegistration(ClusterEvent("Node", "Update"), hint),
+        ]

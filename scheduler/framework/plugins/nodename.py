@@ -1,0 +1,36 @@
+"""NodeName: a pod with spec.nodeName fits only that node (a pod of ours rarely has it, but
+upstream keeps the plugin and so do we)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.types import NodeInfo, NodeRecord, PodInfo
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = names.NODE_NAME
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if not pod.node_name or pod.node_name == node_info.name:
+            return SUCCESS
+        return Status.unresolvable(ERR_REASON, plugin=self.name)
+
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            ok = isinstance(new, NodeRecord) and new.name == pod.node_name
+            return QueueingHint.QUEUE if ok else QueueingHint.SKIP
+
+        return [EventRegistration(ClusterEvent("Node", "Add"), hint)]

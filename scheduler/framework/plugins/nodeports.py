@@ -1,0 +1,54 @@
+"""NodePorts: a pod's host ports must be free on the node (0.0.0.0 conflicts with every IP
+of the same protocol and port)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.types import HostPort, NodeInfo, PodInfo
+
+ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
+_ANY = "0.0.0.0"  # noqa: S104 (a wildcard value compared, never bound)
+
+
+def _conflicts(hp: HostPort, used: Iterable[tuple[str, str, int]]) -> bool:
+    for ip, proto, port in used:
+        if port == hp.port and proto == hp.protocol and (ip == hp.ip or _ANY in (ip, hp.ip)):
+            return True
+    return False
+
+
+class NodePorts:
+    name = names.NODE_PORTS
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if not pod.host_ports or not node_info.used_ports:
+            return SUCCESS
+        for hp in pod.host_ports:
+            if _conflicts(hp, node_info.used_ports):
+                return Status.unschedulable(ERR_REASON, plugin=self.name)
+        return SUCCESS
+
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        def pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            if not isinstance(old, PodInfo):
+                return QueueingHint.SKIP
+            used = [(h.ip, h.protocol, h.port) for h in old.host_ports]
+            if any(_conflicts(hp, used) for hp in pod.host_ports):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+
+        return [
+            EventRegistration(ClusterEvent("AssignedPod", "Delete"), pod_deleted),
+            EventRegistration(ClusterEvent("Node", "Add")),
+        ]

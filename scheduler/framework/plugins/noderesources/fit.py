@@ -1,0 +1,272 @@
+"""NodeResourcesFit: the node must have room for the pod's requests (cpu, memory,
+ephemeral-storage, pod count, extended resources); scoring by LeastAllocated (default),
+MostAllocated or RequestedToCapacityRatio over the configured resources.
+
+A request larger than the node's whole allocatable can never be met by preemption, so that
+rejection is UNSCHEDULABLE_AND_UNRESOLVABLE (upstream marks such insufficiencies
+``Unresolvable``); anything else is UNSCHEDULABLE and preemption may help.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    EventRegistration,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.types import NodeInfo, NodeRecord, PodInfo, Resource
+
+LEAST_ALLOCATED = "LeastAllocated"
+MOST_ALLOCATED = "MostAllocated"
+REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    resource: str
+    reason: str
+    requested: int
+    used: int
+    capacity: int
+    unresolvable: bool
+
+
+def insufficient_resources(
+    req: Resource, ni: NodeInfo, ignored: frozenset[str] = frozenset()
+) -> list[InsufficientResource]:
+    """Every way in which the pod does not fit (upstream's ``fitsRequest``)."""
+    out: list[InsufficientResource] = []
+    alloc = ni.allocatable
+    used = ni.requested
+    npods = len(ni.pods)
+    if npods + 1 > alloc.allowed_pod_number:
+        out.append(
+            InsufficientResource("pods", "Too many pods", 1, npods, alloc.allowed_pod_number, False)
+        )
+    if not (req.milli_cpu or req.memory or req.ephemeral_storage or req.scalar):
+        return out
+    if req.milli_cpu and req.milli_cpu > alloc.milli_cpu - used.milli_cpu:
+        out.append(
+            InsufficientResource(
+                "cpu",
+                "Insufficient cpu",
+                req.milli_cpu,
+                used.milli_cpu,
+                alloc.milli_cpu,
+                req.milli_cpu > alloc.milli_cpu,
+            )
+        )
+    if req.memory and req.memory > alloc.memory - used.memory:
+        out.append(
+            InsufficientResource(
+                "memory",
+                "Insufficient memory",
+                req.memory,
+                used.memory,
+                alloc.memory,
+                req.memory > alloc.memory,
+            )
+        )
+    if req.ephemeral_storage and req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage:
+        out.append(
+            InsufficientResource(
+                "ephemeral-storage",
+                "Insufficient ephemeral-storage",
+                req.ephemeral_storage,
+                used.ephemeral_storage,
+                alloc.ephemeral_storage,
+                req.ephemeral_storage > alloc.ephemeral_storage,
+            )
+        )
+    for name, q in req.scalar.items():
+        if not q or name in ignored:
+            continue
+        cap = alloc.scalar.get(name, 0)
+        have = used.scalar.get(name, 0)
+        if q > cap - have:
+            out.append(
+                InsufficientResource(name, f"Insufficient {name}", q, have, cap, q > cap)
+            )
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSpec:
+    name: str
+    weight: int = 1
+
+
+DEFAULT_RESOURCES = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
+
+
+def _node_amounts(
+    ni: NodeInfo, resource: str, *, non_zero: bool
+) -> tuple[int, int]:
+    """(allocatable, already requested) of one resource on a node, for scoring."""
+    alloc = ni.allocatable
+    if resource == "cpu":
+        return alloc.milli_cpu, ni.non_zero_cpu if non_zero else ni.requested.milli_cpu
+    if resource == "memory":
+        return alloc.memory, ni.non_zero_mem if non_zero else ni.requested.memory
+    if resource == "ephemeral-storage":
+        return alloc.ephemeral_storage, ni.requested.ephemeral_storage
+    return alloc.scalar.get(resource, 0), ni.requested.scalar.get(resource, 0)
+
+
+def pod_amount(pod: PodInfo, resource: str, *, non_zero: bool) -> int:
+    if resource == "cpu":
+        return pod.non_zero_milli_cpu if non_zero else pod.requests.milli_cpu
+    if resource == "memory":
+        return pod.non_zero_memory if non_zero else pod.requests.memory
+    if resource == "ephemeral-storage":
+        return pod.requests.ephemeral_storage
+    return pod.requests.scalar.get(resource, 0)
+
+
+def resource_vectors(
+    pod: PodInfo, ni: NodeInfo, resources: Sequence[ResourceSpec], *, non_zero: bool = True
+) -> tuple[list[int], list[int], list[int]]:
+    """(requested-with-pod, allocated, allocatable) per resource; an extended resource the
+    pod does not request, or one the node lacks, is left at zero (skipped by scorers)."""
+    requested = [0] * len(resources)
+    allocated = [0] * len(resources)
+    allocatable = [0] * len(resources)
+    for i, spec in enumerate(resources):
+        want = pod_amount(pod, spec.name, non_zero=non_zero)
+        if want == 0 and spec.name not in ("cpu", "memory", "ephemeral-storage"):
+            continue
+        cap, used = _node_amounts(ni, spec.name, non_zero=non_zero)
+        if cap == 0:
+            continue
+        allocatable[i] = cap
+        allocated[i] = used
+        requested[i] = used + want
+    return requested, allocated, allocatable
+
+
+def _least(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def _most(requested: int, capacity: int) -> int:
+    if capacity == 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+class NodeResourcesFit:
+    name = names.NODE_RESOURCES_FIT
+
+    def __init__(
+        self,
+        *,
+        strategy: str = LEAST_ALLOCATED,
+        resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES,
+        shape: Sequence[tuple[int, int]] = ((0, 10), (100, 0)),
+        ignored_resources: Iterable[str] = (),
+    ) -> None:
+        if strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO):
+            raise ValueError(f"NodeResourcesFitArgs.scoringStrategy.type: unknown {strategy!r}")
+        if not resources:
+            raise ValueError("NodeResourcesFitArgs.scoringStrategy.resources: must not be empty")
+        self.strategy = strategy
+        self.resources = tuple(resources)
+        self.shape = tuple(sorted(shape))
+        self.ignored = frozenset(ignored_resources)
+
+    # ------------------------------------------------------------------ filter
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        # Fast path: the common all-fits case without building a list.
+        alloc = node_info.allocatable
+        used = node_info.requested
+        req = pod.requests
+        if (
+            len(node_info.pods) < alloc.allowed_pod_number
+            and req.milli_cpu <= alloc.milli_cpu - used.milli_cpu
+            and req.memory <= alloc.memory - used.memory
+            and req.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage
+            and not req.scalar
+        ):
+            return SUCCESS
+        bad = insufficient_resources(req, node_info, self.ignored)
+        if not bad:
+            return SUCCESS
+        code = (
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            if any(b.unresolvable for b in bad)
+            else Code.UNSCHEDULABLE
+        )
+        return Status(code, tuple(b.reason for b in bad), self.name)
+
+    # ------------------------------------------------------------------ score
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        requested, _, allocatable = resource_vectors(pod, node_info, self.resources)
+        total = weights = 0
+        for i, spec in enumerate(self.resources):
+            cap = allocatable[i]
+            if cap == 0:
+                continue
+            if self.strategy == LEAST_ALLOCATED:
+                s = _least(requested[i], cap)
+            elif self.strategy == MOST_ALLOCATED:
+                s = _most(requested[i], cap)
+            else:
+                s = self._ratio(requested[i], cap)
+            total += s * spec.weight
+            weights += spec.weight
+        return total // weights if weights else 0
+
+    def _ratio(self, requested: int, capacity: int) -> int:
+        """Broken-linear function of utilisation over the configured shape (scores 0..10)."""
+        util = min(100, requested * 100 // capacity) if capacity else 100
+        pts = self.shape
+        if util <= pts[0][0]:
+            return pts[0][1] * 10
+        for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+            if util <= x1:
+                return (y0 * 10) + ((y1 - y0) * 10 * (util - x0)) // (x1 - x0)
+        return pts[-1][1] * 10
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        return None
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        return SUCCESS
+
+    # ------------------------------------------------------------------ queueing hints
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        def pod_deleted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            # Any assigned pod that leaves frees a pod slot and its requests.
+            return QueueingHint.QUEUE if isinstance(old, PodInfo) else QueueingHint.SKIP
+
+        def node_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            if not isinstance(new, NodeRecord):
+                return QueueingHint.SKIP
+            if isinstance(old, NodeRecord) and old.allocatable == new.allocatable:
+                return QueueingHint.SKIP
+            # Would the pod fit on this node if it were empty?
+            empty = NodeInfo(new)
+            if any(b.unresolvable for b in insufficient_resources(pod.requests, empty)):
+                return QueueingHint.SKIP
+            return QueueingHint.QUEUE
+
+        return [
+            EventRegistration(ClusterEvent("AssignedPod", "Delete"), pod_deleted),
+            EventRegistration(ClusterEvent("Node", "Add"), node_changed),
+            EventRegistration(ClusterEvent("Node", "Update"), node_changed),
+        ]

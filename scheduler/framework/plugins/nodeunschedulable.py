@@ -1,0 +1,46 @@
+"""NodeUnschedulable: reject nodes with spec.unschedulable unless the pod tolerates the
+``node.kubernetes.io/unschedulable:NoSchedule`` taint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.types import NodeInfo, NodeRecord, PodInfo, Taint
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+
+
+def _tolerated(pod: PodInfo) -> bool:
+    return any(t.tolerates(_TAINT) for t in pod.tolerations)
+
+
+class NodeUnschedulable:
+    name = names.NODE_UNSCHEDULABLE
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None or not node.unschedulable or _tolerated(pod):
+            return SUCCESS
+        return Status.unresolvable(ERR_REASON_UNSCHEDULABLE, plugin=self.name)
+
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            if isinstance(new, NodeRecord) and (not new.unschedulable or _tolerated(pod)):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+
+        return [
+            EventRegistration(ClusterEvent("Node", "Add"), hint),
+            EventRegistration(ClusterEvent("Node", "Update"), hint),
+        ]

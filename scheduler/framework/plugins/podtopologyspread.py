@@ -1,0 +1,598 @@
+"""PodTopologySpread: spread matching pods evenly across topology domains.
+
+What it owns. A pod's ``topologySpreadConstraints`` split by ``whenUnsatisfiable``:
+
+- DoNotSchedule constraints are a filter. PreFilter counts, per constraint and per domain
+  (the value of the constraint's topology key), the existing pods that the constraint
+  selects: same namespace as the incoming pod, not terminating, label selector matching.
+  Only nodes that carry *every* constraint's topology key count, and for each constraint
+  only nodes that pass its inclusion policies (``nodeAffinityPolicy: Honor`` — the
+  default — requires the pod's nodeSelector / required node affinity to match the node;
+  ``nodeTaintsPolicy: Honor`` requires the node's NoSchedule/NoExecute taints to be
+  tolerated). Filter then rejects a node when
+
+      count(node's domain) + (1 if the pod selects itself) - global minimum > maxSkew
+
+  where the global minimum is 0 while there are fewer domains than ``minDomains``.
+  A node lacking a topology key is UNSCHEDULABLE_AND_UNRESOLVABLE ("... (missing required
+  label)"); a skew violation is UNSCHEDULABLE (preemption may lower the count).
+- ScheduleAnyway constraints are a score: fewer matching pods in the node's domains is
+  better, each constraint weighted by log(number of domains + 2) so small topologies are
+  not drowned by large ones, and ``maxSkew - 1`` added to soften differences (upstream's
+  scoring.go); normalised inversely to 0..100.
+
+The filter state keeps, per constraint, the domain counts and their minimum in a
+``_DomainCounts``; ``add_pod``/``remove_pod`` (nominated pods, preemption dry runs) update
+it in O(1) amortised, and ``clone()`` copies the counts.
+
+Default constraints. A pod without constraints of its own gets the configured defaults —
+upstream's system defaults are hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway —
+whose selector upstream derives from the Services, ReplicaSets, ReplicationControllers and
+StatefulSets selecting the pod. APPROXIMATION: the cluster model has none of those objects,
+so a defaulted constraint selects the pods that share the incoming pod's *controller owner*
+(same kind and uid in ``ownerReferences``), and only when that owner is a ReplicaSet,
+ReplicationController or StatefulSet; other pods get no default constraints. Matching the
+owner rather than the pod's labels keeps StatefulSet siblings (whose per-pod labels differ)
+together, as the StatefulSet's own selector would. Pods selected only through a Service
+are not seen.
+
+Two corner cases where upstream is inconsistent with itself are made consistent here: a
+constraint whose label selector is empty (``{}``) counts no existing pods, and the
+incremental updates follow the same rule as the full count (upstream's ``AddPod`` would
+count such pods); terminating pods are skipped by the updates as by the count.
+matchLabelKeys are expected already merged into the selector (the API server does so).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.framework.plugins.nodeaffinity import pod_matches_node
+from scheduler.framework.plugins.tainttoleration import find_untolerated_taint
+from scheduler.types import (
+    LabelSelector,
+    NodeInfo,
+    NodeRecord,
+    PodInfo,
+    TopologySpreadConstraint,
+)
+
+__all__ = [
+    "ERR_REASON_CONSTRAINTS_NOT_MATCH",
+    "ERR_REASON_NODE_LABEL_NOT_MATCH",
+    "LABEL_HOSTNAME",
+    "LABEL_TOPOLOGY_ZONE",
+    "SYSTEM_DEFAULT_CONSTRAINTS",
+    "PodTopologySpread",
+]
+
+ERR_REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
+ERR_REASON_NODE_LABEL_NOT_MATCH = ERR_REASON_CONSTRAINTS_NOT_MATCH + " (missing required label)"
+
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_TOPOLOGY_ZONE = "topology.kubernetes.io/zone"
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+HONOR = "Honor"
+IGNORE = "Ignore"
+
+SYSTEM_DEFAULT_CONSTRAINTS: tuple[TopologySpreadConstraint, ...] = (
+    TopologySpreadConstraint(
+        max_skew=3,
+        topology_key=LABEL_HOSTNAME,
+        when_unsatisfiable=SCHEDULE_ANYWAY,
+        label_selector=None,
+        min_domains=1,
+        node_affinity_policy=HONOR,
+        node_taints_policy=IGNORE,
+    ),
+    TopologySpreadConstraint(
+        max_skew=5,
+        topology_key=LABEL_TOPOLOGY_ZONE,
+        when_unsatisfiable=SCHEDULE_ANYWAY,
+        label_selector=None,
+        min_domains=1,
+        node_affinity_policy=HONOR,
+        node_taints_policy=IGNORE,
+    ),
+)
+
+# Controllers whose selector upstream's DefaultSelector consults (besides Services).
+_DEFAULTING_OWNER_KINDS = frozenset({"ReplicaSet", "ReplicationController", "StatefulSet"})
+_SCHEDULE_TAINT_EFFECTS = ("NoSchedule", "NoExecute")
+
+_PRE_FILTER_KEY = "PreFilter" + names.POD_TOPOLOGY_SPREAD
+_PRE_SCORE_KEY = "PreScore" + names.POD_TOPOLOGY_SPREAD
+_IGNORED_NODE = -1  # raw score of a node that misses a topology key; normalised to 0
+
+_CONSTRAINTS_NOT_MATCH = Status.unschedulable(
+    ERR_REASON_CONSTRAINTS_NOT_MATCH, plugin=names.POD_TOPOLOGY_SPREAD
+)
+_NODE_LABEL_NOT_MATCH = Status.unresolvable(
+    ERR_REASON_NODE_LABEL_NOT_MATCH, plugin=names.POD_TOPOLOGY_SPREAD
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Constraint:
+    """A constraint ready to evaluate. ``owner`` is set on defaulted constraints: the pods
+    they select must share that controller owner (see the module docstring)."""
+
+    max_skew: int
+    topology_key: str
+    selector: LabelSelector | None  # None selects nothing
+    min_domains: int
+    honor_node_affinity: bool
+    honor_node_taints: bool
+    owner: tuple[str, str] | None = None
+
+    def selects(self, pod: PodInfo) -> bool:
+        """Does the selector match the pod's labels (and owner)? Namespace not checked."""
+        if self.selector is None:
+            return False
+        if self.owner is not None and pod.owner_kind_uid != self.owner:
+            return False
+        return self.selector.matches(pod.labels)
+
+    @property
+    def counts_pods(self) -> bool:
+        """Upstream counts nothing for a nil or an empty selector."""
+        return self.selector is not None and (
+            self.owner is not None or not self.selector.is_empty()
+        )
+
+    def counted(self, pod: PodInfo, namespace: str) -> bool:
+        """Is this existing pod counted in its domain?"""
+        return (
+            pod.namespace == namespace
+            and pod.deletion_timestamp is None
+            and self.counts_pods
+            and self.selects(pod)
+        )
+
+    def includes_node(self, pod: PodInfo, node: NodeRecord, affinity_ok: bool) -> bool:
+        """The nodeAffinityPolicy / nodeTaintsPolicy inclusion check."""
+        if self.honor_node_affinity and not affinity_ok:
+            return False
+        return not (
+            self.honor_node_taints
+            and find_untolerated_taint(node.taints, pod.tolerations, _SCHEDULE_TAINT_EFFECTS)
+            is not None
+        )
+
+
+def _count_pods(pods: Iterable[PodInfo], c: _Constraint, namespace: str) -> int:
+    if not c.counts_pods:
+        return 0
+    return sum(1 for p in pods if c.counted(p, namespace))
+
+
+def _has_all_keys(labels: Mapping[str, str], constraints: Sequence[_Constraint]) -> bool:
+    return all(c.topology_key in labels for c in constraints)
+
+
+# --------------------------------------------------------------------------- filter state
+
+
+class _DomainCounts:
+    """Matching-pod counts per domain of one constraint, with their minimum kept current.
+
+    Invariant: ``histogram[n]`` is the number of domains whose count is n, and ``minimum``
+    is the smallest key of ``histogram`` (0 when there are no domains). ``update`` is
+    O(|delta|); a full recount is never needed, whichever domains the updates touch.
+    """
+
+    __slots__ = ("counts", "histogram", "minimum")
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+        self.histogram: dict[int, int] = {}
+        for n in counts.values():
+            self.histogram[n] = self.histogram.get(n, 0) + 1
+        self.minimum = min(self.histogram, default=0)
+
+    def clone(self) -> _DomainCounts:
+        c = _DomainCounts.__new__(_DomainCounts)
+        c.counts = dict(self.counts)
+        c.histogram = dict(self.histogram)
+        c.minimum = self.minimum
+        return c
+
+    def update(self, domain: str, delta: int) -> None:
+        hist = self.histogram
+        old = self.counts.get(domain)
+        new = (old or 0) + delta
+        self.counts[domain] = new
+        hist[new] = hist.get(new, 0) + 1
+        if old is None:
+            self.minimum = new if len(self.counts) == 1 else min(self.minimum, new)
+            return
+        left = hist[old] - 1
+        if left:
+            hist[old] = left
+        else:
+            del hist[old]
+        if new < self.minimum:
+            self.minimum = new
+        elif old == self.minimum and old not in hist:
+            # The last domain at the minimum moved up; the new minimum lies in (old, new].
+            self.minimum = next(n for n in range(old + 1, new + 1) if n in hist)
+
+    def check_invariants(self) -> None:
+        want: dict[int, int] = {}
+        for n in self.counts.values():
+            want[n] = want.get(n, 0) + 1
+        assert self.histogram == want, f"histogram {self.histogram} != {want}"
+        assert self.minimum == min(want, default=0), f"minimum {self.minimum} is stale"
+
+
+class _PreFilterState:
+    __slots__ = ("constraints", "domains", "self_match")
+
+    def __init__(
+        self,
+        constraints: tuple[_Constraint, ...],
+        domains: list[_DomainCounts],
+        self_match: tuple[int, ...],
+    ) -> None:
+        self.constraints = constraints
+        self.domains = domains
+        self.self_match = self_match
+
+    def clone(self) -> _PreFilterState:
+        """Copies the counts (O(domains)); the constraints are shared."""
+        return _PreFilterState(self.constraints, [d.clone() for d in self.domains], self.self_match)
+
+
+class _PreScoreState:
+    """Read-only after PreScore: per-constraint counts for non-hostname keys, the nodes
+    that miss a required key, and each constraint's topology weight."""
+
+    __slots__ = ("constraints", "counts", "ignored", "weights")
+
+    def __init__(
+        self,
+        constraints: tuple[_Constraint, ...],
+        counts: list[dict[str, int]],
+        ignored: set[str],
+        weights: list[float],
+    ) -> None:
+        self.constraints = constraints
+        self.counts = counts
+        self.ignored = ignored
+        self.weights = weights
+
+    def clone(self) -> _PreScoreState:
+        return self
+
+
+def _topology_normalizing_weight(size: int) -> float:
+    return math.log(size + 2)
+
+
+def _round_half_away(x: float) -> int:
+    """Go's math.Round for the non-negative scores produced here."""
+    return int(math.floor(x + 0.5))
+
+
+# --------------------------------------------------------------------------- plugin
+
+
+class PodTopologySpread:
+    name = names.POD_TOPOLOGY_SPREAD
+
+    def __init__(
+        self,
+        default_constraints: Sequence[TopologySpreadConstraint] | None = None,
+        system_defaulting: bool = True,
+    ) -> None:
+        """``system_defaulting`` (upstream's defaultingType: System) uses
+        SYSTEM_DEFAULT_CONSTRAINTS and then ``default_constraints`` must be empty;
+        otherwise (List) ``default_constraints`` are used as given."""
+        if system_defaulting and default_constraints:
+            raise ValueError(
+                "PodTopologySpreadArgs.defaultConstraints: when .defaultingType is System, "
+                ".defaultConstraints must be empty"
+            )
+        defaults = (
+            SYSTEM_DEFAULT_CONSTRAINTS if system_defaulting else tuple(default_constraints or ())
+        )
+        seen: set[tuple[str, str]] = set()
+        for i, c in enumerate(defaults):
+            where = f"PodTopologySpreadArgs.defaultConstraints[{i}]"
+            if c.max_skew <= 0:
+                raise ValueError(f"{where}.maxSkew: must be greater than zero, got {c.max_skew}")
+            if not c.topology_key:
+                raise ValueError(f"{where}.topologyKey: must not be empty")
+            if c.when_unsatisfiable not in (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY):
+                raise ValueError(f"{where}.whenUnsatisfiable: unknown {c.when_unsatisfiable!r}")
+            if c.label_selector is not None:
+                raise ValueError(f"{where}.labelSelector: must not be set for default constraints")
+            if (c.topology_key, c.when_unsatisfiable) in seen:
+                raise ValueError(f"{where}: duplicate {c.topology_key}/{c.when_unsatisfiable}")
+            seen.add((c.topology_key, c.when_unsatisfiable))
+        self.default_constraints = defaults
+        self.system_defaulted = system_defaulting
+
+    # ------------------------------------------------------------------ constraints
+    def _constraints(self, pod: PodInfo, action: str) -> tuple[_Constraint, ...]:
+        """The pod's own constraints with this whenUnsatisfiable, else the defaults."""
+        if pod.topology_spread_constraints:
+            return tuple(
+                _Constraint(
+                    max_skew=c.max_skew,
+                    topology_key=c.topology_key,
+                    selector=c.label_selector,
+                    min_domains=c.min_domains,
+                    honor_node_affinity=c.node_affinity_policy != IGNORE,
+                    honor_node_taints=c.node_taints_policy == HONOR,
+                )
+                for c in pod.topology_spread_constraints
+                if c.when_unsatisfiable == action
+            )
+        owner = pod.owner_kind_uid
+        if owner is None or owner[0] not in _DEFAULTING_OWNER_KINDS:
+            return ()
+        return tuple(
+            _Constraint(
+                max_skew=c.max_skew,
+                topology_key=c.topology_key,
+                selector=LabelSelector(),
+                min_domains=c.min_domains,
+                honor_node_affinity=c.node_affinity_policy != IGNORE,
+                honor_node_taints=c.node_taints_policy == HONOR,
+                owner=owner,
+            )
+            for c in self.default_constraints
+            if c.when_unsatisfiable == action
+        )
+
+    # ------------------------------------------------------------------ prefilter
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+        if not constraints:
+            return None, SKIP
+        counts: list[dict[str, int]] = [{} for _ in constraints]
+        needs_affinity = any(c.honor_node_affinity for c in constraints)
+        namespace = pod.namespace
+        for ni in snapshot.node_info_list:
+            node = ni.node
+            if node is None:
+                continue
+            labels = node.labels
+            if not _has_all_keys(labels, constraints):
+                continue
+            affinity_ok = needs_affinity and pod_matches_node(pod, node)
+            for i, c in enumerate(constraints):
+                if not c.includes_node(pod, node, affinity_ok):
+                    continue
+                domain = labels[c.topology_key]
+                counts[i][domain] = counts[i].get(domain, 0) + _count_pods(
+                    ni.pods.values(), c, namespace
+                )
+        state.write(
+            _PRE_FILTER_KEY,
+            _PreFilterState(
+                constraints,
+                [_DomainCounts(d) for d in counts],
+                tuple(int(c.selects(pod)) for c in constraints),
+            ),
+        )
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> PodTopologySpread:
+        return self
+
+    def add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        return self._update(state, pod, to_add, node_info, 1)
+
+    def remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        return self._update(state, pod, to_remove, node_info, -1)
+
+    def _update(
+        self, state: CycleState, pod: PodInfo, other: PodInfo, node_info: NodeInfo, delta: int
+    ) -> Status:
+        """Upstream's updateWithPod: O(constraints)."""
+        s = state.read(_PRE_FILTER_KEY)
+        if not isinstance(s, _PreFilterState):
+            return Status.error(f"reading {_PRE_FILTER_KEY!r} from cycle state: not found")
+        node = node_info.node
+        if node is None or other.namespace != pod.namespace:
+            return SUCCESS
+        labels = node.labels
+        if not _has_all_keys(labels, s.constraints):
+            return SUCCESS
+        affinity_ok: bool | None = None
+        for i, c in enumerate(s.constraints):
+            if not c.counted(other, pod.namespace):
+                continue
+            if affinity_ok is None:
+                affinity_ok = pod_matches_node(pod, node)
+            if not c.includes_node(pod, node, affinity_ok):
+                continue
+            s.domains[i].update(labels[c.topology_key], delta)
+        return SUCCESS
+
+    # ------------------------------------------------------------------ filter
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        s = state.read(_PRE_FILTER_KEY)
+        if not isinstance(s, _PreFilterState):
+            return Status.error(f"reading {_PRE_FILTER_KEY!r} from cycle state: not found")
+        node = node_info.node
+        if node is None:
+            return Status.unresolvable("node not found", plugin=self.name)
+        labels = node.labels
+        for c, domains, self_match in zip(s.constraints, s.domains, s.self_match, strict=True):
+            value = labels.get(c.topology_key)
+            if value is None:
+                return _NODE_LABEL_NOT_MATCH
+            # Too few eligible domains: the global minimum is taken as 0.
+            minimum = 0 if len(domains.counts) < c.min_domains else domains.minimum
+            if domains.counts.get(value, 0) + self_match - minimum > c.max_skew:
+                return _CONSTRAINTS_NOT_MATCH
+        return SUCCESS
+
+    # ------------------------------------------------------------------ score
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        all_nodes = snapshot.node_info_list
+        constraints = self._constraints(pod, SCHEDULE_ANYWAY) if all_nodes else ()
+        if not constraints:
+            state.skip_score_plugins.add(self.name)
+            return SKIP
+        # Only the system defaults tolerate nodes lacking a key (e.g. zoneless clusters
+        # still spread by hostname).
+        require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
+
+        counts: list[dict[str, int]] = [{} for _ in constraints]
+        ignored: set[str] = set()
+        for ni in nodes:
+            node = ni.node
+            if node is None:
+                continue
+            labels = node.labels
+            if require_all and not _has_all_keys(labels, constraints):
+                ignored.add(node.name)
+                continue
+            for i, c in enumerate(constraints):
+                if c.topology_key != LABEL_HOSTNAME:  # hostname counts are taken in score
+                    counts[i].setdefault(labels.get(c.topology_key, ""), 0)
+        weights = [
+            _topology_normalizing_weight(
+                len(nodes) - len(ignored) if c.topology_key == LABEL_HOSTNAME else len(counts[i])
+            )
+            for i, c in enumerate(constraints)
+        ]
+
+        needs_affinity = any(c.honor_node_affinity for c in constraints)
+        namespace = pod.namespace
+        for ni in all_nodes:
+            node = ni.node
+            if node is None:
+                continue
+            labels = node.labels
+            if require_all and not _has_all_keys(labels, constraints):
+                continue
+            affinity_ok = needs_affinity and pod_matches_node(pod, node)
+            for i, c in enumerate(constraints):
+                domain = labels.get(c.topology_key, "")
+                if domain not in counts[i] or not c.includes_node(pod, node, affinity_ok):
+                    continue
+                counts[i][domain] += _count_pods(ni.pods.values(), c, namespace)
+
+        state.write(_PRE_SCORE_KEY, _PreScoreState(constraints, counts, ignored, weights))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        s = state.read(_PRE_SCORE_KEY)
+        node = node_info.node
+        if not isinstance(s, _PreScoreState) or node is None:
+            return 0
+        if node.name in s.ignored:
+            return _IGNORED_NODE
+        labels = node.labels
+        total = 0.0
+        for i, c in enumerate(s.constraints):
+            value = labels.get(c.topology_key)
+            if value is None:
+                continue
+            if c.topology_key == LABEL_HOSTNAME:
+                n = _count_pods(node_info.pods.values(), c, pod.namespace)
+            else:
+                n = s.counts[i].get(value, 0)
+            total += n * s.weights[i] + (c.max_skew - 1)
+        return _round_half_away(total)
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        """Fewer matching pods is better: MAX * (max + min - score) / max; nodes missing a
+        topology key get 0."""
+        if not isinstance(state.read(_PRE_SCORE_KEY), _PreScoreState):
+            return
+        valid = [s for s in scores if s != _IGNORED_NODE]
+        lowest = min(valid, default=0)
+        highest = max(valid, default=0)
+        for i, raw in enumerate(scores):
+            if raw == _IGNORED_NODE:
+                scores[i] = 0
+            elif highest == 0:
+                scores[i] = MAX_NODE_SCORE
+            else:
+                scores[i] = MAX_NODE_SCORE * (highest + lowest - raw) // highest
+
+    # ------------------------------------------------------------------ queueing hints
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        def assigned_pod_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            before = old if isinstance(old, PodInfo) else None
+            after = new if isinstance(new, PodInfo) else None
+            for p in (before, after):
+                if p is not None and (
+                    (not p.node_name and not p.nominated_node_name) or p.namespace != pod.namespace
+                ):
+                    return QueueingHint.SKIP
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+            if before is not None and after is not None:
+                if any(c.selects(before) != c.selects(after) for c in constraints):
+                    return QueueingHint.QUEUE  # labels moved it in or out of a selector
+                if after.terminating and not before.terminating:
+                    # A terminating pod stops counting.
+                    if any(c.selects(after) for c in constraints):
+                        return QueueingHint.QUEUE
+                return QueueingHint.SKIP
+            changed = after if after is not None else before
+            if changed is not None and any(c.selects(changed) for c in constraints):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+
+        def node_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            before = old if isinstance(old, NodeRecord) else None
+            after = new if isinstance(new, NodeRecord) else None
+            constraints = self._constraints(pod, DO_NOT_SCHEDULE)
+            before_ok = before is not None and _has_all_keys(before.labels, constraints)
+            after_ok = after is not None and _has_all_keys(after.labels, constraints)
+            if before is not None and after is not None:
+                if before_ok != after_ok:
+                    return QueueingHint.QUEUE
+                if after_ok and (
+                    any(
+                        before.labels.get(c.topology_key) != after.labels.get(c.topology_key)
+                        for c in constraints
+                    )
+                    or before.taints != after.taints
+                ):
+                    return QueueingHint.QUEUE
+                return QueueingHint.SKIP
+            # Added: it may open a new domain. Deleted: its pods leave the counts with it.
+            return QueueingHint.QUEUE if (after_ok or before_ok) else QueueingHint.SKIP
+
+        return [
+            EventRegistration(ClusterEvent("AssignedPod", "Add"), assigned_pod_changed),
+            EventRegistration(ClusterEvent("AssignedPod", "Update"), assigned_pod_changed),
+            EventRegistration(ClusterEvent("AssignedPod", "Delete"), assigned_pod_changed),
+            EventRegistration(ClusterEvent("Node", "Add"), node_changed),
+            EventRegistration(ClusterEvent("Node", "Update"), node_changed),
+            EventRegistration(ClusterEvent("Node", "Delete"), node_changed),
+        ]

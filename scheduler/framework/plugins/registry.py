@@ -1,0 +1,73 @@
+"""Builds a profile's Framework from configuration: the in-tree plugins by name, their
+args, the score weights, and the DefaultPreemption Evaluator wired to the snapshot."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Mapping, Sequence
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.backend.queue.nominator import Nominator
+from scheduler.config import SchedulerConfig
+from scheduler.framework.plugins.defaultpreemption import DefaultPreemption
+from scheduler.framework.plugins.imagelocality import ImageLocality
+from scheduler.framework.plugins.interpodaffinity import InterPodAffinity
+from scheduler.framework.plugins.nodeaffinity import NodeAffinity
+from scheduler.framework.plugins.nodename import NodeName
+from scheduler.framework.plugins.nodeports import NodePorts
+from scheduler.framework.plugins.noderesources.balanced_allocation import BalancedAllocation
+from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit, ResourceSpec
+from scheduler.framework.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
+from scheduler.framework.plugins.tainttoleration import TaintToleration
+from scheduler.framework.preemption import Evaluator, PreemptionActions
+from scheduler.framework.runtime import Framework
+from scheduler.types import PDBInfo
+
+__all__ = ["build_framework"]
+
+
+def build_framework(
+    config: SchedulerConfig,
+    *,
+    snapshot: Snapshot,
+    nominator: Nominator,
+    pdbs: Callable[[], Sequence[PDBInfo]],
+    actions: PreemptionActions | None,
+    rng: random.Random,
+    namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
+) -> tuple[Framework, Evaluator]:
+    fit = config.fit
+    resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
+    plugins: list[object] = [
+        NodeUnschedulable(),
+        NodeName(),
+        TaintToleration(),
+        NodeAffinity(),
+        NodePorts(),
+        NodeResourcesFit(
+            strategy=fit.strategy,
+            resources=resources,
+            shape=fit.shape,
+            ignored_resources=fit.ignored_resources,
+        ),
+        PodTopologySpread(),
+        InterPodAffinity(namespace_labels=namespace_labels),
+        BalancedAllocation(resources),
+        ImageLocality(),
+    ]
+    fw = Framework.build(
+        config.scheduler_name,
+        plugins,
+        score_weights=dict(config.score_weights),
+        filters=config.filters,
+        scores=config.scores,
+        post_filters=config.post_filters,
+        nominator=nominator,
+    )
+    evaluator = Evaluator(fw, snapshot, config.preemption, pdbs, actions, rng)
+    if config.preemption_enabled:
+        dp = DefaultPreemption(evaluator)
+        fw.post_filter_plugins.append(dp)
+        fw.hints[dp.name] = list(dp.events_to_register())
+    return fw, evaluator

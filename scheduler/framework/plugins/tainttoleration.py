@@ -1,0 +1,79 @@
+"""TaintToleration: filter on NoSchedule/NoExecute taints; score by PreferNoSchedule taints
+the pod does not tolerate (fewer is better)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.interface import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import default_normalize_score
+from scheduler.types import NodeInfo, NodeRecord, PodInfo, Taint, Toleration
+
+ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"
+_STATE = "PreScore" + names.TAINT_TOLERATION
+
+
+def find_untolerated_taint(
+    taints: Sequence[Taint], tolerations: Sequence[Toleration], effects: tuple[str, ...]
+) -> Taint | None:
+    for taint in taints:
+        if taint.effect not in effects:
+            continue
+        if not any(t.tolerates(taint) for t in tolerations):
+            return taint
+    return None
+
+
+class TaintToleration:
+    name = names.TAINT_TOLERATION
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if node is None or not node.taints:
+            return SUCCESS
+        if find_untolerated_taint(node.taints, pod.tolerations, ("NoSchedule", "NoExecute")):
+            return Status.unresolvable(ERR_REASON_NOT_MATCH, plugin=self.name)
+        return SUCCESS
+
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        prefer = tuple(t for t in pod.tolerations if t.effect in ("", "PreferNoSchedule"))
+        state.write(_STATE, prefer)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        node = node_info.node
+        if node is None or not node.taints:
+            return 0
+        prefer: tuple[Toleration, ...] = state.read(_STATE) or ()
+        return sum(
+            1
+            for taint in node.taints
+            if taint.effect == "PreferNoSchedule" and not any(t.tolerates(taint) for t in prefer)
+        )
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        default_normalize_score(scores, reverse=True)
+
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            if not isinstance(new, NodeRecord):
+                return QueueingHint.SKIP
+            bad = find_untolerated_taint(new.taints, pod.tolerations, ("NoSchedule", "NoExecute"))
+            return QueueingHint.SKIP if bad else QueueingHint.QUEUE
+
+        return [
+            EventRegistration(ClusterEvent("Node", "Add"), hint),
+            EventRegistration(ClusterEvent("Node", "Update"), hint),
+        ]

@@ -1,0 +1,369 @@
+"""The preemption Evaluator: who may preempt, where, and whom (upstream's
+``framework/preemption`` plus DefaultPreemption's victim selection).
+
+Flow of ``Evaluator.preempt`` for a pod that fit no node:
+
+1. Eligibility: ``preemptionPolicy: Never`` never preempts. A pod already nominated to a
+   node that still holds a lower-priority pod terminating by preemption waits for it (unless
+   that node is now UNSCHEDULABLE_AND_UNRESOLVABLE for it).
+2. Candidates: only nodes whose filter status was UNSCHEDULABLE (preemption cannot fix an
+   unresolvable rejection). From a random offset, dry-run up to ``num_candidates`` =
+   max(pct% of them, absolute) nodes, stopping once enough candidates exist and at least
+   one violates no PDB.
+3. Victims per node (on a clone of its NodeInfo and a clone of the CycleState): remove every
+   strictly-lower-priority pod; if the pod still does not fit (two-pass nominated filter),
+   the node is out. Otherwise put pods back, most important first (priority, then earlier
+   start), PDB-violating ones before the others; a pod stays removed (is a victim) only if
+   the preemptor no longer fits with it.
+4. Pick one node: fewest PDB violations, lowest highest-victim priority, smallest sum of
+   victim priorities (each shifted by 2^31), fewest victims, latest earliest start time of
+   the highest-priority victims, then the first.
+5. Candidate filters (``candidate_filters``): the seam where an extender could veto.
+
+No I/O here: the decision goes out through ``PreemptionActions`` (scheduler/kube in the live
+scheduler; an in-memory cluster in ``simulate``; recorders in tests).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.config import DefaultPreemptionArgs
+from scheduler.framework.interface import (
+    Code,
+    CycleState,
+    PostFilterResult,
+    Status,
+)
+from scheduler.framework.runtime import Framework
+from scheduler.types import NodeInfo, PDBInfo, PodInfo
+
+__all__ = [
+    "Candidate",
+    "Evaluator",
+    "PreemptionActions",
+    "filter_victims_with_pdb_violation",
+    "more_important",
+    "pick_one_node_for_preemption",
+]
+
+MSG_NEVER = "not eligible due to preemptionPolicy=Never."
+MSG_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+MSG_NO_VICTIMS = "No preemption victims found for incoming pod"
+MSG_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_NODE_AVAILABLE = "0/{} nodes are available:"
+_SHIFT = 2**31
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    node_name: str
+    victims: tuple[PodInfo, ...]  # most important first
+    num_pdb_violations: int = 0
+
+
+class PreemptionActions(Protocol):
+    """Carries out a decided preemption. Implementations must not block the caller for
+    long; the live one starts the API calls and returns (async preemption)."""
+
+    def prepare_candidate(
+        self,
+        preemptor: PodInfo,
+        candidate: Candidate,
+        lower_nominated: Sequence[PodInfo],
+    ) -> Status: ...
+
+
+CandidateFilter = Callable[[PodInfo, list[Candidate]], list[Candidate]]
+
+
+def more_important(a: PodInfo, b: PodInfo) -> bool:
+    """Higher priority first; equal priority: the one that started earlier."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return a.start_time < b.start_time
+
+
+def _importance_key(p: PodInfo) -> tuple[int, float]:
+    return (-p.priority, p.start_time)
+
+
+def filter_victims_with_pdb_violation(
+    pods: Sequence[PodInfo], pdbs: Sequence[PDBInfo]
+) -> tuple[list[PodInfo], list[PodInfo]]:
+    """Split pods (in the given order) into PDB-violating and non-violating, spending each
+    PDB's ``disruptions_allowed`` as pods match it; pods already listed in a PDB's
+    ``disruptedPods`` do not spend it."""
+    allowed = [p.disruptions_allowed for p in pdbs]
+    violating: list[PodInfo] = []
+    ok: list[PodInfo] = []
+    for pod in pods:
+        bad = False
+        if pod.labels:
+            for i, pdb in enumerate(pdbs):
+                if pdb.namespace != pod.namespace:
+                    continue
+                sel = pdb.selector
+                if sel is None or sel.is_empty() or not sel.matches(pod.labels):
+                    continue
+                if pod.name in pdb.disrupted_pods:
+                    continue
+                allowed[i] -= 1
+                if allowed[i] < 0:
+                    bad = True
+        (violating if bad else ok).append(pod)
+    return violating, ok
+
+
+def _earliest_start_of_highest(victims: Sequence[PodInfo]) -> float:
+    top = max(v.priority for v in victims)
+    return min(v.start_time for v in victims if v.priority == top)
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
+    """Upstream's criteria in order; each keeps only the best-scoring nodes."""
+    if not candidates:
+        return None
+    score_funcs: list[Callable[[Candidate], float]] = [
+        lambda c: -c.num_pdb_violations,
+        lambda c: -c.victims[0].priority if c.victims else 0,
+        lambda c: -sum(v.priority + _SHIFT for v in c.victims),
+        lambda c: -len(c.victims),
+        lambda c: _earliest_start_of_highest(c.victims) if c.victims else float("-inf"),
+    ]
+    remaining = list(candidates)
+    for f in score_funcs:
+        best = max(f(c) for c in remaining)
+        remaining = [c for c in remaining if f(c) == best]
+        if len(remaining) == 1:
+            return remaining[0]
+    return remaining[0]
+
+
+@dataclass
+class Evaluator:
+    framework: Framework
+    snapshot: Snapshot
+    args: DefaultPreemptionArgs
+    pdbs: Callable[[], Sequence[PDBInfo]]
+    actions: PreemptionActions | None = None
+    rng: random.Random = field(default_factory=random.Random)
+    candidate_filters: list[CandidateFilter] = field(default_factory=list)
+    # The candidate chosen by the last successful ``preempt`` (for reports and `simulate`).
+    last_candidate: Candidate | None = None
+
+    # ------------------------------------------------------------------ eligibility
+    def _nominated_node(self, pod: PodInfo) -> str:
+        nom = self.framework.nominator
+        node = nom.nominated_node(pod.key) if nom is not None else None
+        return node or pod.nominated_node_name
+
+    def is_victim_allowed(self, victim: PodInfo, preemptor: PodInfo) -> bool:
+        if victim.priority >= preemptor.priority:
+            return False
+        names = self.args.victim_scheduler_names
+        return not names or victim.scheduler_name in names
+
+    def pod_eligible_to_preempt_others(
+        self, pod: PodInfo, nominated_status: Status | None
+    ) -> tuple[bool, str]:
+        if pod.preemption_policy == "Never":
+            return False, MSG_NEVER
+        node_name = self._nominated_node(pod)
+        if node_name:
+            if nominated_status is not None and (
+                nominated_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            ):
+                return True, ""
+            ni = self.snapshot.get(node_name)
+            if ni is not None:
+                for p in ni.pods.values():
+                    if p.terminating_by_preemption and self.is_victim_allowed(p, pod):
+                        return False, MSG_TERMINATING
+        return True, ""
+
+    # ------------------------------------------------------------------ candidates
+    def num_candidates(self, num_nodes: int) -> int:
+        n = num_nodes * self.args.min_candidate_nodes_percentage // 100
+        n = max(n, self.args.min_candidate_nodes_absolute)
+        return min(n, num_nodes)
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, pdbs: Sequence[PDBInfo]
+    ) -> tuple[list[PodInfo], int, Status]:
+        """Mutates ``node_info`` and ``state``: pass clones."""
+        fw = self.framework
+        potential = [p for p in node_info.pods.values() if self.is_victim_allowed(p, pod)]
+        if not potential:
+            return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
+        for p in potential:
+            node_info.remove_pod(p.key)
+            st = fw.run_pre_filter_remove_pod(state, pod, p, node_info)
+            if not st.is_success():
+                return [], 0, st
+        st = fw.run_filter_with_nominated_pods(state, pod, node_info)
+        if not st.is_success():
+            return [], 0, st
+        potential.sort(key=_importance_key)
+        violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(p: PodInfo) -> tuple[bool, Status]:
+            node_info.add_pod(p)
+            add = fw.run_pre_filter_add_pod(state, pod, p, node_info)
+            if not add.is_success():
+                return False, add
+            fits = fw.run_filter_with_nominated_pods(state, pod, node_info).is_success()
+            if not fits:
+                node_info.remove_pod(p.key)
+                rm = fw.run_pre_filter_remove_pod(state, pod, p, node_info)
+                if not rm.is_success():
+                    return False, rm
+                victims.append(p)
+            return fits, Status()
+
+        num_violating = 0
+        for p in violating:
+            fits, st = reprieve(p)
+            if st.code == Code.ERROR:
+                return [], 0, st
+            if not fits:
+                num_violating += 1
+        for p in non_violating:
+            _, st = reprieve(p)
+            if st.code == Code.ERROR:
+                return [], 0, st
+        if violating and non_violating:
+            victims.sort(key=_importance_key)
+        return victims, num_violating, Status()
+
+    def dry_run_preemption(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        potential: Sequence[NodeInfo],
+        pdbs: Sequence[PDBInfo],
+        offset: int,
+        num_candidates: int,
+    ) -> tuple[list[Candidate], dict[str, Status]]:
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        statuses: dict[str, Status] = {}
+        n = len(potential)
+        for i in range(n):
+            ni = potential[(offset + i) % n]
+            victims, num_pdb, st = self.select_victims_on_node(state.clone(), pod, ni.clone(), pdbs)
+            if st.is_success() and victims:
+                c = Candidate(ni.name, tuple(victims), num_pdb)
+                (violating if num_pdb else non_violating).append(c)
+                if non_violating and len(non_violating) + len(violating) >= num_candidates:
+                    break
+                continue
+            if st.is_success():
+                st = Status.error(f"expected at least one victim pod on node {ni.name!r}")
+            statuses[ni.name] = st
+        return non_violating + violating, statuses
+
+    # ------------------------------------------------------------------ the whole thing
+    def find_candidates(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[list[Candidate], dict[str, Status]]:
+        potential = [
+            ni
+            for ni in self.snapshot.node_info_list
+            if (st := statuses.get(ni.name)) is not None and st.code == Code.UNSCHEDULABLE
+        ]
+        if not potential:
+            return [], {}
+        offset = self.rng.randrange(len(potential))
+        return self.dry_run_preemption(
+            state, pod, potential, list(self.pdbs()), offset, self.num_candidates(len(potential))
+        )
+
+    def preempt(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Returns (result, status) as upstream's ``Evaluator.Preempt``:
+        (None, UNSCHEDULABLE): not eligible — keep any nomination;
+        (result with "" node, UNSCHEDULABLE): preemption cannot help — clear the nomination;
+        (result with node, SUCCESS): victims chosen and handed to the actions port."""
+        self.last_candidate = None
+        nominated = self._nominated_node(pod)
+        ok, msg = self.pod_eligible_to_preempt_others(
+            pod, statuses.get(nominated) if nominated else None
+        )
+        if not ok:
+            return None, Status.unschedulable(msg)
+        all_nodes = self.snapshot.num_nodes()
+        if all_nodes == 0:
+            return None, Status.error("no nodes available")
+        candidates, node_statuses = self.find_candidates(state, pod, statuses)
+        errors = [s for s in node_statuses.values() if s.code == Code.ERROR]
+        if errors and not candidates:
+            return None, errors[0]
+        if not candidates:
+            msg = fit_error_message(all_nodes, node_statuses, absent_reason=MSG_NOT_HELPFUL)
+            return PostFilterResult(""), Status.unschedulable(msg)
+        for f in self.candidate_filters:
+            candidates = f(pod, candidates)
+            if not candidates:
+                return None, Status.unschedulable("no candidate node for preemption")
+        best = pick_one_node_for_preemption(candidates)
+        if best is None:
+            return None, Status.unschedulable("no candidate node for preemption")
+        self.last_candidate = best
+        if self.actions is not None:
+            lower = self.lower_priority_nominated_pods(pod, best.node_name)
+            st = self.actions.prepare_candidate(pod, best, lower)
+            if not st.is_success():
+                return None, st
+        return PostFilterResult(best.node_name), Status(
+            Code.SUCCESS,
+            (
+                f"found a potential placement for pod on node {best.node_name}, "
+                f"preempting {len(best.victims)} victims",
+            ),
+        )
+
+    def lower_priority_nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
+        nom = self.framework.nominator
+        if nom is None:
+            return []
+        return [
+            p
+            for p in nom.nominated_pods_for_node(node_name)
+            if p.priority < pod.priority and p.key != pod.key
+        ]
+
+
+def fit_error_message(
+    num_all_nodes: int,
+    statuses: dict[str, Status],
+    *,
+    pre_filter_msg: str = "",
+    post_filter_msg: str = "",
+    absent_reason: str = "",
+) -> str:
+    """Upstream's ``FitError.Error()``: "0/N nodes are available: <count> <reason>, ...."
+    with the reasons counted over nodes and sorted as strings, then the PostFilter message."""
+    msg = NO_NODE_AVAILABLE.format(num_all_nodes)
+    if pre_filter_msg:
+        msg += f" {pre_filter_msg}."
+    else:
+        counts: dict[str, int] = {}
+        for st in statuses.values():
+            for r in st.reasons:
+                counts[r] = counts.get(r, 0) + 1
+        absent = num_all_nodes - len(statuses)
+        if absent_reason and absent > 0:
+            counts[absent_reason] = counts.get(absent_reason, 0) + absent
+        parts = sorted(f"{n} {r}" for r, n in counts.items())
+        if parts:
+            msg += " " + ", ".join(parts) + "."
+    if post_filter_msg:
+        msg += f" {post_filter_msg}"
+    return msg

@@ -1,0 +1,254 @@
+"""Framework: runs a profile's plugins at each extension point.
+
+It owns the order of plugins, their score weights, and the two-pass filter with nominated
+pods (upstream's ``RunFilterPluginsWithNominatedPods``):
+
+- pass 1: the node plus every pod nominated to it with priority >= the incoming pod's
+  (other than the pod itself) — nobody may take space a preemption freed for a more
+  important pod;
+- pass 2: the node without them, run only if pass 1 added any pod and passed, so that a
+  pod whose affinity needs those nominated pods is not admitted on their account.
+The pod fits only if both passes pass.
+
+It does not own the cycle (schedule_one.py) nor any state between cycles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.backend.queue.nominator import Nominator
+from scheduler.framework.interface import (
+    SUCCESS,
+    Code,
+    CycleState,
+    EnqueueExtensions,
+    EventRegistration,
+    FilterPlugin,
+    NodeScore,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreFilterExtensions,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScorePlugin,
+    Status,
+)
+from scheduler.types import NodeInfo, PodInfo
+
+__all__ = ["Framework"]
+
+
+@dataclass(slots=True)
+class _Weighted:
+    plugin: ScorePlugin
+    weight: int
+
+
+@dataclass
+class Framework:
+    profile_name: str
+    pre_filter_plugins: list[PreFilterPlugin] = field(default_factory=list)
+    filter_plugins: list[FilterPlugin] = field(default_factory=list)
+    post_filter_plugins: list[PostFilterPlugin] = field(default_factory=list)
+    pre_score_plugins: list[PreScorePlugin] = field(default_factory=list)
+    score_plugins: list[_Weighted] = field(default_factory=list)
+    nominator: Nominator | None = None
+    hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls,
+        profile_name: str,
+        plugins: Sequence[object],
+        *,
+        score_weights: dict[str, int],
+        filters: Sequence[str] | None = None,
+        scores: Sequence[str] | None = None,
+        post_filters: Sequence[str] | None = None,
+        nominator: Nominator | None = None,
+    ) -> Framework:
+        """Wire plugin instances by the Protocols they implement. ``filters``/``scores``/
+        ``post_filters`` restrict each extension point to the named plugins (None: all)."""
+        fw = cls(profile_name, nominator=nominator)
+        for p in plugins:
+            name = str(getattr(p, "name", type(p).__name__))
+            if isinstance(p, PreFilterPlugin) and (filters is None or name in filters):
+                fw.pre_filter_plugins.append(p)
+            if isinstance(p, FilterPlugin) and (filters is None or name in filters):
+                fw.filter_plugins.append(p)
+            if isinstance(p, PostFilterPlugin) and (post_filters is None or name in post_filters):
+                fw.post_filter_plugins.append(p)
+            scored = isinstance(p, ScorePlugin) and (scores is None or name in scores)
+            if scored and isinstance(p, PreScorePlugin):
+                fw.pre_score_plugins.append(p)
+            if scored:
+                assert isinstance(p, ScorePlugin)
+                weight = score_weights.get(name, 1)
+                if weight > 0:
+                    fw.score_plugins.append(_Weighted(p, weight))
+            if isinstance(p, EnqueueExtensions):
+                fw.hints[name] = list(p.events_to_register())
+        return fw
+
+    @property
+    def plugin_names(self) -> list[str]:
+        names: list[str] = []
+        for group in (self.pre_filter_plugins, self.filter_plugins, self.post_filter_plugins):
+            names.extend(p.name for p in group if p.name not in names)
+        names.extend(w.plugin.name for w in self.score_plugins if w.plugin.name not in names)
+        return names
+
+    # ------------------------------------------------------------------ prefilter
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        result: PreFilterResult | None = None
+        for p in self.pre_filter_plugins:
+            r, st = p.pre_filter(state, pod, snapshot)
+            if st.is_skip():
+                state.skip_filter_plugins.add(p.name)
+                continue
+            if not st.is_success():
+                return None, st.with_plugin(p.name)
+            if r is not None and r.node_names is not None:
+                names = r.node_names if result is None or result.node_names is None else (
+                    result.node_names & r.node_names
+                )
+                result = PreFilterResult(names)
+                if not names:
+                    return result, Status.unresolvable(
+                        "node(s) didn't satisfy plugin(s) [" + p.name + "]", plugin=p.name
+                    )
+        return result, SUCCESS
+
+    def run_pre_filter_add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if isinstance(ext, PreFilterExtensions):
+                st = ext.add_pod(state, pod, to_add, node_info)
+                if not st.is_success():
+                    return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_pre_filter_remove_pod(
+        self, state: CycleState, pod: PodInfo, to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        for p in self.pre_filter_plugins:
+            if p.name in state.skip_filter_plugins:
+                continue
+            ext = p.pre_filter_extensions()
+            if isinstance(ext, PreFilterExtensions):
+                st = ext.remove_pod(state, pod, to_remove, node_info)
+                if not st.is_success():
+                    return st.with_plugin(p.name)
+        return SUCCESS
+
+    # ------------------------------------------------------------------ filter
+    def run_filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        """All filter plugins in order; the first rejection wins (as upstream)."""
+        skip = state.skip_filter_plugins
+        for p in self.filter_plugins:
+            if skip and p.name in skip:
+                continue
+            st = p.filter(state, pod, node_info)
+            if st is not SUCCESS and not st.is_success():
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_filter_with_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo
+    ) -> Status:
+        """The two-pass filter described in the module docstring."""
+        nominated = (
+            self.nominator.nominated_pods_for_node(node_info.name)
+            if self.nominator is not None
+            else []
+        )
+        if not nominated:
+            return self.run_filter(state, pod, node_info)
+        added = False
+        st = SUCCESS
+        for i in range(2):
+            state_to_use = state
+            info_to_use = node_info
+            if i == 0:
+                added, state_to_use, info_to_use, st = self._add_nominated_pods(
+                    state, pod, node_info, nominated
+                )
+                if not st.is_success():
+                    return st
+            elif not added or not st.is_success():
+                break
+            st = self.run_filter(state_to_use, pod, info_to_use)
+            if not st.is_success():
+                return st
+        return st
+
+    def _add_nominated_pods(
+        self, state: CycleState, pod: PodInfo, node_info: NodeInfo, nominated: list[PodInfo]
+    ) -> tuple[bool, CycleState, NodeInfo, Status]:
+        out_state = state
+        out_info = node_info
+        added = False
+        for np in nominated:
+            if np.priority < pod.priority or np.key == pod.key or np.key in node_info.pods:
+                continue
+            if not added:
+                out_state = state.clone()
+                out_info = node_info.clone()
+                added = True
+            out_info.add_pod(np)
+            st = self.run_pre_filter_add_pod(out_state, pod, np, out_info)
+            if not st.is_success():
+                return added, out_state, out_info, st
+        return added, out_state, out_info, SUCCESS
+
+    # ------------------------------------------------------------------ postfilter
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        reasons: list[str] = []
+        for p in self.post_filter_plugins:
+            r, st = p.post_filter(state, pod, statuses)
+            if st.is_success():
+                return r, st.with_plugin(p.name)
+            if st.code == Code.ERROR:
+                return None, st.with_plugin(p.name)
+            reasons.extend(st.reasons)
+        return None, Status(Code.UNSCHEDULABLE, tuple(reasons))
+
+    # ------------------------------------------------------------------ score
+    def run_pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        for p in self.pre_score_plugins:
+            st = p.pre_score(state, pod, nodes, snapshot)
+            if st.is_skip():
+                state.skip_score_plugins.add(p.name)
+            elif not st.is_success():
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> list[NodeScore]:
+        """Weighted sum of each plugin's normalised 0..100 scores, per node."""
+        totals = [0] * len(nodes)
+        for w in self.score_plugins:
+            p = w.plugin
+            if p.name in state.skip_score_plugins:
+                continue
+            scores = [p.score(state, pod, ni) for ni in nodes]
+            p.normalize_scores(state, pod, scores)
+            weight = w.weight
+            for i, s in enumerate(scores):
+                totals[i] += s * weight
+        return [NodeScore(ni.name, totals[i]) for i, ni in enumerate(nodes)]

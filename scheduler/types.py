@@ -1,0 +1,971 @@
+"""Typed records for pods, nodes, PDBs and PriorityClasses, parsed from raw API dicts.
+
+This module is the boundary between the untyped world (kopf event bodies, YAML dumps) and
+the scheduling core. Everything above it sees frozen records: ``PodInfo``, ``NodeRecord``,
+``PDBInfo``, ``PriorityClassInfo``, and the mutable aggregate ``NodeInfo`` (a node plus the
+pods that the cache has placed on it). Parsing errors raise ``ParseError`` naming the object
+and the field; nothing is silently dropped.
+
+Effective pod requests follow upstream's ``resourcehelper.PodRequests``: the sum of the
+regular containers plus restartable (sidecar) init containers, maxed with every init
+container's request (plus the sidecars started before it), plus pod overhead. The
+"non-zero" requests used by scoring default a container without a cpu/memory request to
+100m / 200Mi, as upstream's ``schedutil.GetNonzeroRequests``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.quantity import QuantityError, milli_value, value
+
+__all__ = [
+    "DEFAULT_MEMORY_REQUEST",
+    "DEFAULT_MILLI_CPU_REQUEST",
+    "SYSTEM_CLUSTER_CRITICAL",
+    "SYSTEM_NODE_CRITICAL",
+    "HostPort",
+    "LabelSelector",
+    "NodeInfo",
+    "NodeRecord",
+    "NodeSelectorRequirement",
+    "NodeSelectorTerm",
+    "PDBInfo",
+    "ParseError",
+    "PodAffinityTerm",
+    "PodInfo",
+    "PriorityClassInfo",
+    "Resource",
+    "Taint",
+    "Toleration",
+    "TopologySpreadConstraint",
+    "UnknownPriorityClassError",
+    "WeightedPodAffinityTerm",
+    "node_from_dict",
+    "pdb_from_dict",
+    "pod_from_dict",
+    "priority_class_from_dict",
+]
+
+Obj = Mapping[str, Any]
+
+DEFAULT_MILLI_CPU_REQUEST = 100  # upstream schedutil.DefaultMilliCPURequest
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024  # upstream schedutil.DefaultMemoryRequest
+SYSTEM_CLUSTER_CRITICAL = 2_000_000_000
+SYSTEM_NODE_CRITICAL = 2_000_001_000
+_SYSTEM_CLASSES = {
+    "system-cluster-critical": SYSTEM_CLUSTER_CRITICAL,
+    "system-node-critical": SYSTEM_NODE_CRITICAL,
+}
+CRITICAL_POD_ANNOTATION = "scheduler.alpha.kubernetes.io/critical-pod"
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+
+
+class ParseError(ValueError):
+    """An API object we cannot use. The message names the object and the field."""
+
+    def __init__(self, obj: str, field_path: str, problem: str) -> None:
+        super().__init__(f"{obj}: {field_path}: {problem}")
+        self.obj = obj
+        self.field_path = field_path
+        self.problem = problem
+
+
+class UnknownPriorityClassError(LookupError):
+    """A pod names a PriorityClass that does not exist."""
+
+    def __init__(self, pod: str, class_name: str) -> None:
+        super().__init__(f"pod {pod}: no PriorityClass with name {class_name} was found")
+        self.pod = pod
+        self.class_name = class_name
+
+
+# --------------------------------------------------------------------------- resources
+
+
+@dataclass(slots=True)
+class Resource:
+    """cpu in millicores, memory/ephemeral storage in bytes, pods and extended as counts."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pod_number: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
+
+    def add(self, other: Resource) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for k, v in other.scalar.items():
+            self.scalar[k] = self.scalar.get(k, 0) + v
+
+    def sub(self, other: Resource) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for k, v in other.scalar.items():
+            left = self.scalar.get(k, 0) - v
+            if left:
+                self.scalar[k] = left
+            else:
+                self.scalar.pop(k, None)
+
+    def set_max(self, other: Resource) -> None:
+        self.milli_cpu = max(self.milli_cpu, other.milli_cpu)
+        self.memory = max(self.memory, other.memory)
+        self.ephemeral_storage = max(self.ephemeral_storage, other.ephemeral_storage)
+        self.allowed_pod_number = max(self.allowed_pod_number, other.allowed_pod_number)
+        for k, v in other.scalar.items():
+            self.scalar[k] = max(self.scalar.get(k, 0), v)
+
+    def copy(self) -> Resource:
+        return Resource(
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pod_number,
+            dict(self.scalar),
+        )
+
+    def is_zero(self) -> bool:
+        return not (self.milli_cpu or self.memory or self.ephemeral_storage or self.scalar)
+
+
+def _resource_list(raw: Any, where: str, obj: str) -> Resource:
+    """Parse a ResourceList ({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1})."""
+    res = Resource()
+    if raw is None:
+        return res
+    if not isinstance(raw, Mapping):
+        raise ParseError(obj, where, f"expected a map of resource quantities, got {raw!r}")
+    for name, q in raw.items():
+        try:
+            if name == "cpu":
+                res.milli_cpu = milli_value(q)
+            elif name == "memory":
+                res.memory = value(q)
+            elif name == "ephemeral-storage":
+                res.ephemeral_storage = value(q)
+            elif name == "pods":
+                res.allowed_pod_number = value(q)
+            elif name == "storage":
+                continue  # volume-only resource; not a pod request upstream tracks here
+            else:
+                v = value(q)
+                if v:
+                    res.scalar[str(name)] = v
+        except QuantityError as e:
+            raise ParseError(obj, f"{where}.{name}", str(e)) from e
+    return res
+
+
+# --------------------------------------------------------------------------- selectors
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[NodeSelectorRequirement, ...]
+    match_fields: tuple[NodeSelectorRequirement, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """metav1.LabelSelector. ``None`` where a selector is optional means "nothing"."""
+
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        for k, v in self.match_labels:
+            if labels.get(k) != v:
+                return False
+        for req in self.match_expressions:
+            op = req.operator
+            if op == "In":
+                if labels.get(req.key) not in req.values:
+                    return False
+            elif op == "NotIn":
+                if req.key in labels and labels[req.key] in req.values:
+                    return False
+            elif op == "Exists":
+                if req.key not in labels:
+                    return False
+            elif op == "DoesNotExist" and req.key in labels:
+                return False
+        return True
+
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+_LABEL_OPS = {"In", "NotIn", "Exists", "DoesNotExist"}
+_NODE_OPS = _LABEL_OPS | {"Gt", "Lt"}
+
+
+def _label_selector(raw: Any, where: str, obj: str) -> LabelSelector:
+    if not isinstance(raw, Mapping):
+        raise ParseError(obj, where, f"expected a label selector, got {raw!r}")
+    ml = raw.get("matchLabels") or {}
+    if not isinstance(ml, Mapping):
+        raise ParseError(obj, f"{where}.matchLabels", "expected a map")
+    exprs = []
+    for i, e in enumerate(raw.get("matchExpressions") or ()):
+        op = e.get("operator")
+        if op not in _LABEL_OPS:
+            raise ParseError(obj, f"{where}.matchExpressions[{i}].operator", f"unknown {op!r}")
+        vals = frozenset(str(v) for v in (e.get("values") or ()))
+        exprs.append(LabelSelectorRequirement(str(e.get("key", "")), op, vals))
+    return LabelSelector(
+        tuple(sorted((str(k), str(v)) for k, v in ml.items())),
+        tuple(exprs),
+    )
+
+
+def _node_selector_terms(raw: Any, where: str, obj: str) -> tuple[NodeSelectorTerm, ...]:
+    terms = []
+    for i, t in enumerate(raw or ()):
+        parts: dict[str, list[NodeSelectorRequirement]] = {"matchExpressions": [], "matchFields": []}
+        for kind in parts:
+            for j, e in enumerate((t or {}).get(kind) or ()):
+                op = e.get("operator")
+                if op not in _NODE_OPS:
+                    raise ParseError(obj, f"{where}[{i}].{kind}[{j}].operator", f"unknown {op!r}")
+                vals = tuple(str(v) for v in (e.get("values") or ()))
+                parts[kind].append(NodeSelectorRequirement(str(e.get("key", "")), op, vals))
+        terms.append(
+            NodeSelectorTerm(tuple(parts["matchExpressions"]), tuple(parts["matchFields"]))
+        )
+    return tuple(terms)
+
+
+# --------------------------------------------------------------------------- taints
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str  # NoSchedule, PreferNoSchedule, NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str  # Equal (default) or Exists
+    value: str
+    effect: str  # "" matches every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Upstream ``Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        # Equal (or empty operator): an empty key with Equal tolerates nothing per validation,
+        # but an empty key only validates with Exists, so compare values here.
+        return self.value == taint.value
+
+
+# --------------------------------------------------------------------------- affinity
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    label_selector: LabelSelector | None
+    namespaces: frozenset[str]  # already defaulted to the pod's namespace when empty
+    namespace_selector: LabelSelector | None  # None: only `namespaces`; empty: all namespaces
+    topology_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str  # DoNotSchedule | ScheduleAnyway
+    label_selector: LabelSelector | None
+    min_domains: int  # 1 when unset
+    node_affinity_policy: str  # Honor (default) | Ignore
+    node_taints_policy: str  # Ignore (default) | Honor
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+# --------------------------------------------------------------------------- pod
+
+
+@dataclass(frozen=True, slots=True)
+class PodInfo:
+    """A pod as the scheduler sees it. Immutable: an update replaces the record."""
+
+    namespace: str
+    name: str
+    uid: str
+    key: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    scheduler_name: str = "default-scheduler"
+    node_name: str = ""
+    nominated_node_name: str = ""
+    priority: int = 0
+    priority_class_name: str = ""
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    requests: Resource = field(default_factory=Resource)
+    non_zero_milli_cpu: int = DEFAULT_MILLI_CPU_REQUEST
+    non_zero_memory: int = DEFAULT_MEMORY_REQUEST
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    preferred_node_affinity: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+    required_affinity: tuple[PodAffinityTerm, ...] = ()
+    required_anti_affinity: tuple[PodAffinityTerm, ...] = ()
+    preferred_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedPodAffinityTerm, ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    host_ports: tuple[HostPort, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    images: tuple[str, ...] = ()
+    owner_kind_uid: tuple[str, str] | None = None
+    start_time: float = 0.0  # status.startTime else creationTimestamp, epoch seconds
+    creation_time: float = 0.0
+    deletion_timestamp: float | None = None
+    disruption_target: bool = False  # condition DisruptionTarget=True
+    disruption_reason: str = ""  # its reason, e.g. PreemptionByScheduler
+    phase: str = "Pending"
+    resource_version: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def terminating(self) -> bool:
+        return self.deletion_timestamp is not None
+
+    @property
+    def terminating_by_preemption(self) -> bool:
+        """Being deleted because a scheduler preempted it (upstream's
+        ``PodTerminatingByPreemption``)."""
+        return (
+            self.deletion_timestamp is not None
+            and self.disruption_target
+            and self.disruption_reason == "PreemptionByScheduler"
+        )
+
+    @property
+    def has_affinity(self) -> bool:
+        return bool(
+            self.required_affinity
+            or self.required_anti_affinity
+            or self.preferred_affinity
+            or self.preferred_anti_affinity
+        )
+
+
+# --------------------------------------------------------------------------- priority classes
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClassInfo:
+    name: str
+    value: int
+    global_default: bool = False
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+
+
+def priority_class_from_dict(obj: Obj) -> PriorityClassInfo:
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    who = f"PriorityClass {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    raw_value = obj.get("value")
+    if isinstance(raw_value, bool) or not isinstance(raw_value, int):
+        raise ParseError(who, "value", f"expected an integer, got {raw_value!r}")
+    policy = obj.get("preemptionPolicy") or PREEMPT_LOWER_PRIORITY
+    if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        raise ParseError(who, "preemptionPolicy", f"unknown {policy!r}")
+    return PriorityClassInfo(name, raw_value, bool(obj.get("globalDefault")), policy)
+
+
+def global_default_class(classes: Iterable[PriorityClassInfo]) -> PriorityClassInfo | None:
+    """The globalDefault class; if several claim it, the lowest value, as upstream admission."""
+    defaults = [c for c in classes if c.global_default]
+    return min(defaults, key=lambda c: (c.value, c.name)) if defaults else None
+
+
+# --------------------------------------------------------------------------- pod parsing
+
+
+def _timestamp(raw: Any, where: str, obj: str) -> float | None:
+    if raw is None or raw == "":
+        return None
+    if isinstance(raw, _dt.datetime):
+        dt = raw
+    elif isinstance(raw, str):
+        try:
+            dt = _dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise ParseError(obj, where, f"invalid timestamp {raw!r}") from e
+    else:
+        raise ParseError(obj, where, f"invalid timestamp {raw!r}")
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=_dt.UTC)
+    return dt.timestamp()
+
+
+def _container_requests(c: Obj, where: str, obj: str) -> Resource:
+    resources = c.get("resources") or {}
+    return _resource_list(resources.get("requests"), f"{where}.resources.requests", obj)
+
+
+def _nonzero(r: Resource) -> tuple[int, int]:
+    return (
+        r.milli_cpu if r.milli_cpu else DEFAULT_MILLI_CPU_REQUEST,
+        r.memory if r.memory else DEFAULT_MEMORY_REQUEST,
+    )
+
+
+def _pod_requests(spec: Obj, obj: str) -> tuple[Resource, int, int]:
+    """Effective requests plus non-zero cpu/memory, as upstream ``PodRequests``."""
+    total = Resource()
+    nz_cpu = nz_mem = 0
+    for i, c in enumerate(spec.get("containers") or ()):
+        r = _container_requests(c, f"spec.containers[{i}]", obj)
+        total.add(r)
+        a, b = _nonzero(r)
+        nz_cpu += a
+        nz_mem += b
+    init_max = Resource()
+    init_nz = [0, 0]
+    sidecars = Resource()
+    sidecar_nz = [0, 0]
+    for i, c in enumerate(spec.get("initContainers") or ()):
+        r = _container_requests(c, f"spec.initContainers[{i}]", obj)
+        a, b = _nonzero(r)
+        if c.get("restartPolicy") == "Always":
+            # A sidecar keeps running beside the regular containers.
+            total.add(r)
+            nz_cpu += a
+            nz_mem += b
+            sidecars.add(r)
+            sidecar_nz[0] += a
+            sidecar_nz[1] += b
+            candidate = sidecars.copy()
+            cand_nz = (sidecar_nz[0], sidecar_nz[1])
+        else:
+            candidate = r.copy()
+            candidate.add(sidecars)
+            cand_nz = (a + sidecar_nz[0], b + sidecar_nz[1])
+        init_max.set_max(candidate)
+        init_nz[0] = max(init_nz[0], cand_nz[0])
+        init_nz[1] = max(init_nz[1], cand_nz[1])
+    total.set_max(init_max)
+    nz_cpu = max(nz_cpu, init_nz[0])
+    nz_mem = max(nz_mem, init_nz[1])
+    overhead = _resource_list(spec.get("overhead"), "spec.overhead", obj)
+    total.add(overhead)
+    nz_cpu += overhead.milli_cpu
+    nz_mem += overhead.memory
+    total.allowed_pod_number = 0
+    return total, nz_cpu, nz_mem
+
+
+def _affinity_terms(
+    raw: Any, where: str, obj: str, namespace: str
+) -> tuple[PodAffinityTerm, ...]:
+    terms = []
+    for i, t in enumerate(raw or ()):
+        w = f"{where}[{i}]"
+        sel = t.get("labelSelector")
+        ns_sel = t.get("namespaceSelector")
+        namespaces = frozenset(str(n) for n in (t.get("namespaces") or ()))
+        if not namespaces and ns_sel is None:
+            namespaces = frozenset({namespace})
+        terms.append(
+            PodAffinityTerm(
+                _label_selector(sel, f"{w}.labelSelector", obj) if sel is not None else None,
+                namespaces,
+                _label_selector(ns_sel, f"{w}.namespaceSelector", obj)
+                if ns_sel is not None
+                else None,
+                str(t.get("topologyKey", "")),
+            )
+        )
+    return tuple(terms)
+
+
+def _weighted_terms(
+    raw: Any, where: str, obj: str, namespace: str
+) -> tuple[WeightedPodAffinityTerm, ...]:
+    out = []
+    for i, w in enumerate(raw or ()):
+        (term,) = _affinity_terms([w.get("podAffinityTerm") or {}], f"{where}[{i}]", obj, namespace)
+        out.append(WeightedPodAffinityTerm(int(w.get("weight", 0)), term))
+    return tuple(out)
+
+
+def _tolerations(raw: Any, obj: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, t in enumerate(raw or ()):
+        op = t.get("operator") or "Equal"
+        if op not in ("Equal", "Exists"):
+            raise ParseError(obj, f"spec.tolerations[{i}].operator", f"unknown {op!r}")
+        out.append(
+            Toleration(
+                str(t.get("key") or ""), op, str(t.get("value") or ""), str(t.get("effect") or "")
+            )
+        )
+    return tuple(out)
+
+
+def _spread_constraints(raw: Any, obj: str) -> tuple[TopologySpreadConstraint, ...]:
+    out = []
+    for i, c in enumerate(raw or ()):
+        w = f"spec.topologySpreadConstraints[{i}]"
+        sel = c.get("labelSelector")
+        out.append(
+            TopologySpreadConstraint(
+                max_skew=int(c.get("maxSkew", 1)),
+                topology_key=str(c.get("topologyKey", "")),
+                when_unsatisfiable=str(c.get("whenUnsatisfiable", "DoNotSchedule")),
+                label_selector=_label_selector(sel, f"{w}.labelSelector", obj)
+                if sel is not None
+                else None,
+                min_domains=int(c.get("minDomains") or 1),
+                node_affinity_policy=str(c.get("nodeAffinityPolicy") or "Honor"),
+                node_taints_policy=str(c.get("nodeTaintsPolicy") or "Ignore"),
+            )
+        )
+    return tuple(out)
+
+
+PriorityLookup = Callable[[str], PriorityClassInfo | None]
+
+
+def pod_from_dict(
+    obj: Obj,
+    *,
+    classes: Mapping[str, PriorityClassInfo] | None = None,
+    global_default: PriorityClassInfo | None = None,
+) -> PodInfo:
+    """Parse a Pod. Priority: spec.priority, else the class of spec.priorityClassName, else the
+    globalDefault class, else 0 (a kube-system pod with the legacy critical-pod annotation and no
+    class is system-cluster-critical). Raises ParseError / UnknownPriorityClassError."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ns = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    who = f"Pod {ns}/{name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    if not isinstance(spec, Mapping):
+        raise ParseError(who, "spec", "expected a map")
+
+    class_name = str(spec.get("priorityClassName") or "")
+    policy = spec.get("preemptionPolicy")
+    raw_priority = spec.get("priority")
+    if raw_priority is not None:
+        if isinstance(raw_priority, bool) or not isinstance(raw_priority, int):
+            raise ParseError(who, "spec.priority", f"expected an integer, got {raw_priority!r}")
+        priority = raw_priority
+    elif class_name:
+        pc = (classes or {}).get(class_name)
+        if pc is None and class_name in _SYSTEM_CLASSES:
+            pc = PriorityClassInfo(class_name, _SYSTEM_CLASSES[class_name])
+        if pc is None:
+            raise UnknownPriorityClassError(f"{ns}/{name}", class_name)
+        priority = pc.value
+        policy = policy or pc.preemption_policy
+    elif ns == "kube-system" and CRITICAL_POD_ANNOTATION in (meta.get("annotations") or {}):
+        priority = SYSTEM_CLUSTER_CRITICAL
+    elif global_default is not None:
+        priority = global_default.value
+        policy = policy or global_default.preemption_policy
+    else:
+        priority = 0
+    policy = policy or PREEMPT_LOWER_PRIORITY
+    if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
+        raise ParseError(who, "spec.preemptionPolicy", f"unknown {policy!r}")
+
+    requests, nz_cpu, nz_mem = _pod_requests(spec, who)
+
+    affinity = spec.get("affinity") or {}
+    node_aff = affinity.get("nodeAffinity") or {}
+    req_na = node_aff.get("requiredDuringSchedulingIgnoredDuringExecution")
+    required_node_affinity = (
+        _node_selector_terms(
+            req_na.get("nodeSelectorTerms"),
+            "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+            ".nodeSelectorTerms",
+            who,
+        )
+        if req_na is not None
+        else None
+    )
+    preferred_node_affinity = []
+    for i, p in enumerate(node_aff.get("preferredDuringSchedulingIgnoredDuringExecution") or ()):
+        (term,) = _node_selector_terms(
+            [p.get("preference") or {}],
+            f"spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[{i}]",
+            who,
+        )
+        preferred_node_affinity.append((int(p.get("weight", 0)), term))
+    pa = affinity.get("podAffinity") or {}
+    paa = affinity.get("podAntiAffinity") or {}
+    req_key = "requiredDuringSchedulingIgnoredDuringExecution"
+    pref_key = "preferredDuringSchedulingIgnoredDuringExecution"
+
+    host_ports = []
+    images = []
+    for group in ("initContainers", "containers"):
+        for c in spec.get(group) or ():
+            if c.get("image"):
+                images.append(str(c["image"]))
+            for port in c.get("ports") or ():
+                hp = int(port.get("hostPort") or 0)
+                if hp > 0:
+                    host_ports.append(
+                        HostPort(
+                            str(port.get("hostIP") or "0.0.0.0"),  # noqa: S104 (a value, not a bind)
+                            str(port.get("protocol") or "TCP"),
+                            hp,
+                        )
+                    )
+
+    owner = None
+    for ref in meta.get("ownerReferences") or ():
+        if ref.get("controller"):
+            owner = (str(ref.get("kind", "")), str(ref.get("uid", "")))
+
+    created = _timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp", who) or 0.0
+    started = _timestamp(status.get("startTime"), "status.startTime", who)
+    disruption_reason = ""
+    disruption = False
+    for c in status.get("conditions") or ():
+        if c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+            disruption = True
+            disruption_reason = str(c.get("reason") or "")
+    node_selector = spec.get("nodeSelector") or {}
+    if not isinstance(node_selector, Mapping):
+        raise ParseError(who, "spec.nodeSelector", "expected a map of strings")
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise ParseError(who, "metadata.labels", "expected a map of strings")
+
+    return PodInfo(
+        namespace=ns,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        labels={str(k): str(v) for k, v in labels.items()},
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=str(spec.get("nodeName") or ""),
+        nominated_node_name=str(status.get("nominatedNodeName") or ""),
+        priority=priority,
+        priority_class_name=class_name,
+        preemption_policy=policy,
+        requests=requests,
+        non_zero_milli_cpu=nz_cpu,
+        non_zero_memory=nz_mem,
+        node_selector={str(k): str(v) for k, v in node_selector.items()},
+        required_node_affinity=required_node_affinity,
+        preferred_node_affinity=tuple(preferred_node_affinity),
+        required_affinity=_affinity_terms(pa.get(req_key), f"spec.affinity.podAffinity.{req_key}", who, ns),
+        required_anti_affinity=_affinity_terms(
+            paa.get(req_key), f"spec.affinity.podAntiAffinity.{req_key}", who, ns
+        ),
+        preferred_affinity=_weighted_terms(
+            pa.get(pref_key), f"spec.affinity.podAffinity.{pref_key}", who, ns
+        ),
+        preferred_anti_affinity=_weighted_terms(
+            paa.get(pref_key), f"spec.affinity.podAntiAffinity.{pref_key}", who, ns
+        ),
+        tolerations=_tolerations(spec.get("tolerations"), who),
+        host_ports=tuple(host_ports),
+        topology_spread_constraints=_spread_constraints(spec.get("topologySpreadConstraints"), who),
+        images=tuple(images),
+        owner_kind_uid=owner,
+        start_time=started if started is not None else created,
+        creation_time=created,
+        deletion_timestamp=_timestamp(
+            meta.get("deletionTimestamp"), "metadata.deletionTimestamp", who
+        ),
+        disruption_target=disruption,
+        disruption_reason=disruption_reason,
+        phase=str(status.get("phase") or "Pending"),
+        resource_version=str(meta.get("resourceVersion") or ""),
+    )
+
+
+# --------------------------------------------------------------------------- node
+
+
+@dataclass(frozen=True, slots=True)
+class NodeRecord:
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    allocatable: Resource
+    unschedulable: bool = False
+    images: Mapping[str, int] = field(default_factory=dict)  # image name -> size bytes
+
+
+def node_from_dict(obj: Obj) -> NodeRecord:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    name = str(meta.get("name") or "")
+    who = f"Node {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    labels = meta.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise ParseError(who, "metadata.labels", "expected a map of strings")
+    taints = []
+    for i, t in enumerate(spec.get("taints") or ()):
+        if not isinstance(t, Mapping) or not t.get("key"):
+            raise ParseError(who, f"spec.taints[{i}].key", "missing")
+        effect = t.get("effect")
+        if effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+            raise ParseError(who, f"spec.taints[{i}].effect", f"unknown {effect!r}")
+        taints.append(Taint(str(t["key"]), str(t.get("value") or ""), effect))
+    field_name = "status.allocatable" if status.get("allocatable") else "status.capacity"
+    alloc = _resource_list(
+        status.get("allocatable") or status.get("capacity") or {}, field_name, who
+    )
+    images: dict[str, int] = {}
+    for img in status.get("images") or ():
+        size = int(img.get("sizeBytes") or 0)
+        for n in img.get("names") or ():
+            images[str(n)] = size
+    return NodeRecord(
+        name=name,
+        labels={str(k): str(v) for k, v in labels.items()},
+        taints=tuple(taints),
+        allocatable=alloc,
+        unschedulable=bool(spec.get("unschedulable")),
+        images=images,
+    )
+
+
+# --------------------------------------------------------------------------- PDB
+
+
+@dataclass(frozen=True, slots=True)
+class PDBInfo:
+    namespace: str
+    name: str
+    selector: LabelSelector | None  # None selects nothing
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str]  # pod names (same namespace) already being disrupted
+    min_available: int | str | None = None
+    max_unavailable: int | str | None = None
+    has_status: bool = True
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _int_or_percent(raw: Any, where: str, who: str) -> int | str | None:
+    if raw is None:
+        return None
+    if isinstance(raw, bool):
+        raise ParseError(who, where, f"expected an integer or a percentage, got {raw!r}")
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and raw.endswith("%") and raw[:-1].isdigit():
+        return raw
+    if isinstance(raw, str) and raw.isdigit():
+        return int(raw)
+    raise ParseError(who, where, f"expected an integer or a percentage, got {raw!r}")
+
+
+def pdb_from_dict(obj: Obj) -> PDBInfo:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status")
+    ns = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    who = f"PodDisruptionBudget {ns}/{name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    sel = spec.get("selector")
+    selector = _label_selector(sel, "spec.selector", who) if sel is not None else None
+    has_status = isinstance(status, Mapping) and "disruptionsAllowed" in status
+    allowed = 0
+    disrupted: frozenset[str] = frozenset()
+    if has_status:
+        assert isinstance(status, Mapping)
+        raw_allowed = status.get("disruptionsAllowed")
+        if isinstance(raw_allowed, bool) or not isinstance(raw_allowed, int):
+            raise ParseError(who, "status.disruptionsAllowed", f"expected an integer, got {raw_allowed!r}")
+        allowed = raw_allowed
+        disrupted = frozenset(str(k) for k in (status.get("disruptedPods") or {}))
+    return PDBInfo(
+        namespace=ns,
+        name=name,
+        selector=selector,
+        disruptions_allowed=allowed,
+        disrupted_pods=disrupted,
+        min_available=_int_or_percent(spec.get("minAvailable"), "spec.minAvailable", who),
+        max_unavailable=_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable", who),
+        has_status=has_status,
+    )
+
+
+# --------------------------------------------------------------------------- NodeInfo
+
+
+class NodeInfo:
+    """A node and the pods placed on it, with running sums kept in step.
+
+    Invariant (``check_invariants``): ``requested`` equals the sum of the pods' effective
+    requests, ``non_zero_*`` the sum of their non-zero requests, ``used_ports`` the multiset
+    of their host ports. add_pod/remove_pod are O(1) amortised (dict insert/delete plus
+    constant work per resource name). ``generation`` grows on every change so that
+    snapshots can copy only what moved.
+    """
+
+    __slots__ = (
+        "generation",
+        "node",
+        "non_zero_cpu",
+        "non_zero_mem",
+        "pods",
+        "pods_with_affinity",
+        "pods_with_required_anti_affinity",
+        "requested",
+        "used_ports",
+    )
+
+    def __init__(self, node: NodeRecord | None = None) -> None:
+        self.node = node
+        self.pods: dict[str, PodInfo] = {}
+        self.requested = Resource()
+        self.non_zero_cpu = 0
+        self.non_zero_mem = 0
+        self.used_ports: dict[tuple[str, str, int], int] = {}
+        self.pods_with_affinity = 0
+        self.pods_with_required_anti_affinity = 0
+        self.generation = 0
+
+    @property
+    def name(self) -> str:
+        return self.node.name if self.node is not None else ""
+
+    @property
+    def allocatable(self) -> Resource:
+        return self.node.allocatable if self.node is not None else Resource()
+
+    def set_node(self, node: NodeRecord, generation: int) -> None:
+        self.node = node
+        self.generation = generation
+
+    def add_pod(self, pod: PodInfo, generation: int = 0) -> None:
+        if pod.key in self.pods:
+            self.remove_pod(pod.key, generation)
+        self.pods[pod.key] = pod
+        self.requested.add(pod.requests)
+        self.non_zero_cpu += pod.non_zero_milli_cpu
+        self.non_zero_mem += pod.non_zero_memory
+        for hp in pod.host_ports:
+            k = (hp.ip, hp.protocol, hp.port)
+            self.used_ports[k] = self.used_ports.get(k, 0) + 1
+        if pod.has_affinity:
+            self.pods_with_affinity += 1
+        if pod.required_anti_affinity:
+            self.pods_with_required_anti_affinity += 1
+        self.generation = generation
+
+    def remove_pod(self, key: str, generation: int = 0) -> PodInfo | None:
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return None
+        self.requested.sub(pod.requests)
+        self.non_zero_cpu -= pod.non_zero_milli_cpu
+        self.non_zero_mem -= pod.non_zero_memory
+        for hp in pod.host_ports:
+            k = (hp.ip, hp.protocol, hp.port)
+            left = self.used_ports.get(k, 0) - 1
+            if left > 0:
+                self.used_ports[k] = left
+            else:
+                self.used_ports.pop(k, None)
+        if pod.has_affinity:
+            self.pods_with_affinity -= 1
+        if pod.required_anti_affinity:
+            self.pods_with_required_anti_affinity -= 1
+        self.generation = generation
+        return pod
+
+    def clone(self) -> NodeInfo:
+        """A copy whose pods can be added/removed without touching this one. O(pods)."""
+        c = NodeInfo(self.node)
+        c.pods = dict(self.pods)
+        c.requested = self.requested.copy()
+        c.non_zero_cpu = self.non_zero_cpu
+        c.non_zero_mem = self.non_zero_mem
+        c.used_ports = dict(self.used_ports)
+        c.pods_with_affinity = self.pods_with_affinity
+        c.pods_with_required_anti_affinity = self.pods_with_required_anti_affinity
+        c.generation = self.generation
+        return c
+
+    def check_invariants(self) -> None:
+        want = Resource()
+        nz_cpu = nz_mem = 0
+        ports: dict[tuple[str, str, int], int] = {}
+        for key, p in self.pods.items():
+            assert key == p.key, f"pod stored under {key} has key {p.key}"
+            want.add(p.requests)
+            nz_cpu += p.non_zero_milli_cpu
+            nz_mem += p.non_zero_memory
+            for hp in p.host_ports:
+                k = (hp.ip, hp.protocol, hp.port)
+                ports[k] = ports.get(k, 0) + 1
+        want.scalar = {k: v for k, v in want.scalar.items() if v}
+        got = self.requested.copy()
+        got.scalar = {k: v for k, v in got.scalar.items() if v}
+        assert got == want, f"node {self.name}: requested {got} != sum of pods {want}"
+        assert (self.non_zero_cpu, self.non_zero_mem) == (nz_cpu, nz_mem), "non-zero sums drift"
+        assert self.used_ports == ports, f"node {self.name}: used ports drift"
+        assert self.pods_with_affinity == sum(p.has_affinity for p in self.pods.values())
+        assert self.pods_with_required_anti_affinity == sum(
+            bool(p.required_anti_affinity) for p in self.pods.values()
+        )

@@ -275,8 +275,12 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             raise r.fail("leaderElection.resourceLock", "only 'leases' is supported")
         lec = LeaderElectionConfig(
             leader_elect=r.boolean(le.get("leaderElect", True), "leaderElection.leaderElect"),
-            lease_duration=r.duration(le.get("leaseDuration", "15s"), "leaderElection.leaseDuration"),
-            renew_deadline=r.duration(le.get("renewDeadline", "10s"), "leaderElection.renewDeadline"),
+            lease_duration=r.duration(
+                le.get("leaseDuration", "15s"), "leaderElection.leaseDuration"
+            ),
+            renew_deadline=r.duration(
+                le.get("renewDeadline", "10s"), "leaderElection.renewDeadline"
+            ),
             retry_period=r.duration(le.get("retryPeriod", "2s"), "leaderElection.retryPeriod"),
             resource_name=r.string(
                 le.get("resourceName", "py-scheduler"), "leaderElection.resourceName"
@@ -286,9 +290,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             ),
         )
         if not lec.lease_duration > lec.renew_deadline > lec.retry_period:
-            raise r.fail(
-                "leaderElection", "need leaseDuration > renewDeadline > retryPeriod"
-            )
+            raise r.fail("leaderElection", "need leaseDuration > renewDeadline > retryPeriod")
         kw["leader_election"] = lec
     cc = r.mapping(
         top.get("clientConnection"),
@@ -314,8 +316,21 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         plugins = r.mapping(
             prof.get("plugins"),
             "profiles[0].plugins",
-            {"multiPoint", "preFilter", "filter", "postFilter", "preScore", "score", "queueSort",
-             "reserve", "permit", "preBind", "bind", "postBind", "preEnqueue"},
+            {
+                "multiPoint",
+                "preFilter",
+                "filter",
+                "postFilter",
+                "preScore",
+                "score",
+                "queueSort",
+                "reserve",
+                "permit",
+                "preBind",
+                "bind",
+                "postBind",
+                "preEnqueue",
+            },
         )
         if "multiPoint" in plugins:
             mp, mp_weights = _plugin_set(
@@ -338,11 +353,21 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 weights.update(w)
         if "postFilter" in plugins:
             post_filters, _ = _plugin_set(
-                r, plugins["postFilter"], "profiles[0].plugins.postFilter", post_filters,
+                r,
+                plugins["postFilter"],
+                "profiles[0].plugins.postFilter",
+                post_filters,
                 POST_FILTER_PLUGINS,
             )
-        for point in ("queueSort", "reserve", "permit", "preBind", "bind", "postBind",
-                      "preEnqueue"):
+        for point in (
+            "queueSort",
+            "reserve",
+            "permit",
+            "preBind",
+            "bind",
+            "postBind",
+            "preEnqueue",
+        ):
             if point in plugins:
                 _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
         for i, pc in enumerate(prof.get("pluginConfig") or ()):
@@ -366,13 +391,24 @@ def _preemption_args(r: _Reader, raw: Any, path: str) -> DefaultPreemptionArgs:
     a = r.mapping(
         raw,
         path,
-        {"apiVersion", "kind", "minCandidateNodesPercentage", "minCandidateNodesAbsolute",
-         "victimSchedulerNames"},
+        {
+            "apiVersion",
+            "kind",
+            "minCandidateNodesPercentage",
+            "minCandidateNodesAbsolute",
+            "victimSchedulerNames",
+        },
     )
-    pct = r.integer(a.get("minCandidateNodesPercentage", 10), f"{path}.minCandidateNodesPercentage", 0, 100)
-    absolute = r.integer(a.get("minCandidateNodesAbsolute", 100), f"{path}.minCandidateNodesAbsolute", 0)
+    pct = r.integer(
+        a.get("minCandidateNodesPercentage", 10), f"{path}.minCandidateNodesPercentage", 0, 100
+    )
+    absolute = r.integer(
+        a.get("minCandidateNodesAbsolute", 100), f"{path}.minCandidateNodesAbsolute", 0
+    )
     if pct == 0 and absolute == 0:
-        raise r.fail(path, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0")
+        raise r.fail(
+            path, "minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be 0"
+        )
     victims = a.get("victimSchedulerNames") or []
     if not isinstance(victims, list):
         raise r.fail(f"{path}.victimSchedulerNames", "expected a list of scheduler names")
@@ -399,13 +435,23 @@ def _fit_args(r: _Reader, raw: Any, path: str) -> NodeResourcesFitArgs:
         resources.append(
             (
                 r.string(rm.get("name"), f"{path}.scoringStrategy.resources[{i}].name"),
-                r.integer(rm.get("weight", 1), f"{path}.scoringStrategy.resources[{i}].weight", 1, 100),
+                r.integer(
+                    rm.get("weight", 1), f"{path}.scoringStrategy.resources[{i}].weight", 1, 100
+                ),
             )
         )
     shape: list[tuple[int, int]] = []
-    rtc = r.mapping(ss.get("requestedToCapacityRatio"), f"{path}.scoringStrategy.requestedToCapacityRatio", {"shape"})
+    rtc = r.mapping(
+        ss.get("requestedToCapacityRatio"),
+        f"{path}.scoringStrategy.requestedToCapacityRatio",
+        {"shape"},
+    )
     for i, pt in enumerate(rtc.get("shape") or ()):
-        pm = r.mapping(pt, f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{i}]", {"utilization", "score"})
+        pm = r.mapping(
+            pt,
+            f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{i}]",
+            {"utilization", "score"},
+        )
         shape.append(
             (
                 r.integer(pm.get("utilization"), f"{path}...shape[{i}].utilization", 0, 100),

@@ -37,7 +37,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins.registry import build_framework
-from scheduler.framework.preemption import Evaluator, PreemptionActions, fit_error_message
+from scheduler.framework.preemption import PreemptionActions, fit_error_message
 from scheduler.types import (
     NodeInfo,
     NodeRecord,
@@ -105,6 +105,10 @@ class _FitError(Exception):
 
 class _CycleError(Exception):
     pass
+
+
+class _NoNodesError(Exception):
+    """Upstream's ErrNoNodesAvailable: a rejection (reason Unschedulable), not an error."""
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -212,6 +216,9 @@ class SchedulerCore:
 
     def on_pod_delete(self, pod: PodInfo) -> None:
         self.queue.delete(pod.key)
+        # A pod deleted while its binding is in flight must not come back to the queue when
+        # that binding fails (upstream finds it gone from the informer and drops it).
+        self._binding.pop(pod.key, None)
         if pod.node_name or self.cache.get_pod(pod.key) is not None:
             self._remove_assigned(pod.key)
 
@@ -288,23 +295,29 @@ class SchedulerCore:
             host, evaluated, feasible = self._schedule_pod(state, pod)
         except _FitError as fe:
             return self._handle_fit_error(qpi, state, fe.diagnosis)
+        except _NoNodesError:
+            # No rejecting plugin: the queue retries it after backoff (or on any event).
+            self._record_failure(qpi, REASON_UNSCHEDULABLE, ERR_NO_NODES, "")
+            return CycleResult(pod, "unschedulable", message=ERR_NO_NODES, nominated_node="")
         except _CycleError as e:
+            # As upstream, an error clears the nomination (clearNominatedNode).
             qpi.errored = True
-            self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(e), None)
-            return CycleResult(pod, "error", message=str(e))
+            self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(e), "")
+            return CycleResult(pod, "error", message=str(e), nominated_node="")
         # Assume: the pod counts on the host from now on; its nomination is spent.
         assumed = self.cache.assume_pod(pod, host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod.key)
         self.queue.done(pod.key)
         self._binding[pod.key] = _Binding(qpi, host)
         self.binder.bind(assumed, host)
-        return CycleResult(pod, "assumed", node=host, evaluated_nodes=evaluated,
-                           feasible_nodes=feasible)
+        return CycleResult(
+            pod, "assumed", node=host, evaluated_nodes=evaluated, feasible_nodes=feasible
+        )
 
     def _schedule_pod(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
         n = self.snapshot.num_nodes()
         if n == 0:
-            raise _CycleError(ERR_NO_NODES)
+            raise _NoNodesError(ERR_NO_NODES)
         feasible, diagnosis = self._find_nodes_that_fit(state, pod)
         if not feasible:
             raise _FitError(diagnosis)
@@ -371,6 +384,8 @@ class SchedulerCore:
         if total == 0:
             return [], diagnosis
         want = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, total)
+        if not fw.score_plugins:
+            want = 1  # nothing would tell feasible nodes apart: take the first (upstream)
         feasible: list[NodeInfo] = []
         start = self.next_start_node_index % total
         processed = 0
@@ -398,20 +413,20 @@ class SchedulerCore:
     ) -> CycleResult:
         pod = qpi.pod
         fw = self.framework
-        nominating: str | None = None
+        # No PostFilter: clear any nomination. PostFilter without a result: keep it (e.g. the
+        # pod waits for its victims to go). A result: its node, "" to clear (upstream).
+        nominating: str | None = ""
         outcome = "unschedulable"
         victims: tuple[PodInfo, ...] = ()
         if fw.post_filter_plugins:
             result, st = fw.run_post_filter(state, pod, diagnosis.node_to_status)
-            if not st.is_success():
-                diagnosis.post_filter_msg = st.message()
-            if result is not None:
-                nominating = result.nominated_node_name
-                last = self.evaluator.last_candidate
-                if nominating and last is not None and last.node_name == nominating:
-                    outcome = "preempting"
-                    victims = last.victims
-            diagnosis.unschedulable_plugins.add("DefaultPreemption")
+            # Upstream records the PostFilter message whatever its code, success included.
+            diagnosis.post_filter_msg = st.message()
+            nominating = None if result is None else result.nominated_node_name
+            last = self.evaluator.last_candidate
+            if nominating and last is not None and last.node_name == nominating:
+                outcome = "preempting"
+                victims = last.victims
         qpi.unschedulable_plugins = set(diagnosis.unschedulable_plugins)
         message = fit_error_message(
             diagnosis.num_all_nodes,
@@ -465,9 +480,7 @@ class SchedulerCore:
             # Deleted, or already bound: the watch delivers the truth; never retry blindly.
             return
         b.qpi.errored = True
-        self._record_failure(
-            b.qpi, REASON_SCHEDULER_ERROR, f"binding rejected: {message}", None
-        )
+        self._record_failure(b.qpi, REASON_SCHEDULER_ERROR, f"binding rejected: {message}", "")
 
     def in_binding(self) -> int:
         return len(self._binding)

@@ -245,7 +245,10 @@ def _label_selector(raw: Any, where: str, obj: str) -> LabelSelector:
 def _node_selector_terms(raw: Any, where: str, obj: str) -> tuple[NodeSelectorTerm, ...]:
     terms = []
     for i, t in enumerate(raw or ()):
-        parts: dict[str, list[NodeSelectorRequirement]] = {"matchExpressions": [], "matchFields": []}
+        parts: dict[str, list[NodeSelectorRequirement]] = {
+            "matchExpressions": [],
+            "matchFields": [],
+        }
         for kind in parts:
             for j, e in enumerate((t or {}).get(kind) or ()):
                 op = e.get("operator")
@@ -505,9 +508,7 @@ def _pod_requests(spec: Obj, obj: str) -> tuple[Resource, int, int]:
     return total, nz_cpu, nz_mem
 
 
-def _affinity_terms(
-    raw: Any, where: str, obj: str, namespace: str
-) -> tuple[PodAffinityTerm, ...]:
+def _affinity_terms(raw: Any, where: str, obj: str, namespace: str) -> tuple[PodAffinityTerm, ...]:
     terms = []
     for i, t in enumerate(raw or ()):
         w = f"{where}[{i}]"
@@ -662,7 +663,7 @@ def pod_from_dict(
                 if hp > 0:
                     host_ports.append(
                         HostPort(
-                            str(port.get("hostIP") or "0.0.0.0"),  # noqa: S104 (a value, not a bind)
+                            str(port.get("hostIP") or "0.0.0.0"),
                             str(port.get("protocol") or "TCP"),
                             hp,
                         )
@@ -705,7 +706,9 @@ def pod_from_dict(
         node_selector={str(k): str(v) for k, v in node_selector.items()},
         required_node_affinity=required_node_affinity,
         preferred_node_affinity=tuple(preferred_node_affinity),
-        required_affinity=_affinity_terms(pa.get(req_key), f"spec.affinity.podAffinity.{req_key}", who, ns),
+        required_affinity=_affinity_terms(
+            pa.get(req_key), f"spec.affinity.podAffinity.{req_key}", who, ns
+        ),
         required_anti_affinity=_affinity_terms(
             paa.get(req_key), f"spec.affinity.podAntiAffinity.{req_key}", who, ns
         ),
@@ -834,7 +837,9 @@ def pdb_from_dict(obj: Obj) -> PDBInfo:
         assert isinstance(status, Mapping)
         raw_allowed = status.get("disruptionsAllowed")
         if isinstance(raw_allowed, bool) or not isinstance(raw_allowed, int):
-            raise ParseError(who, "status.disruptionsAllowed", f"expected an integer, got {raw_allowed!r}")
+            raise ParseError(
+                who, "status.disruptionsAllowed", f"expected an integer, got {raw_allowed!r}"
+            )
         allowed = raw_allowed
         disrupted = frozenset(str(k) for k in (status.get("disruptedPods") or {}))
     return PDBInfo(

@@ -7,9 +7,9 @@ Flow of ``Evaluator.preempt`` for a pod that fit no node:
    node that still holds a lower-priority pod terminating by preemption waits for it (unless
    that node is now UNSCHEDULABLE_AND_UNRESOLVABLE for it).
 2. Candidates: only nodes whose filter status was UNSCHEDULABLE (preemption cannot fix an
-   unresolvable rejection). From a random offset, dry-run up to ``num_candidates`` =
-   max(pct% of them, absolute) nodes, stopping once enough candidates exist and at least
-   one violates no PDB.
+   unresolvable rejection). From a random offset, dry-run nodes until ``num_candidates`` =
+   min(max(pct% of them, absolute), their number) candidates exist and at least one violates
+   no PDB; the PDB-violating and the non-violating lists each keep at most that many.
 3. Victims per node (on a clone of its NodeInfo and a clone of the CycleState): remove every
    strictly-lower-priority pod; if the pod still does not fit (two-pass nominated filter),
    the node is out. Otherwise put pods back, most important first (priority, then earlier
@@ -259,7 +259,11 @@ class Evaluator:
             victims, num_pdb, st = self.select_victims_on_node(state.clone(), pod, ni.clone(), pdbs)
             if st.is_success() and victims:
                 c = Candidate(ni.name, tuple(victims), num_pdb)
-                (violating if num_pdb else non_violating).append(c)
+                bucket = violating if num_pdb else non_violating
+                # Each list holds at most num_candidates (upstream's candidateList): a node
+                # found once a list is full is evaluated but dropped.
+                if len(bucket) < num_candidates:
+                    bucket.append(c)
                 if non_violating and len(non_violating) + len(violating) >= num_candidates:
                     break
                 continue

@@ -115,8 +115,10 @@ class Framework:
             if not st.is_success():
                 return None, st.with_plugin(p.name)
             if r is not None and r.node_names is not None:
-                names = r.node_names if result is None or result.node_names is None else (
-                    result.node_names & r.node_names
+                names = (
+                    r.node_names
+                    if result is None or result.node_names is None
+                    else (result.node_names & r.node_names)
                 )
                 result = PreFilterResult(names)
                 if not names:
@@ -135,7 +137,10 @@ class Framework:
             if isinstance(ext, PreFilterExtensions):
                 st = ext.add_pod(state, pod, to_add, node_info)
                 if not st.is_success():
-                    return st.with_plugin(p.name)
+                    # Any failure here is an error, as upstream: the dry run cannot go on.
+                    return Status.error(
+                        f'running AddPod on PreFilter plugin "{p.name}": {st.message()}', p.name
+                    )
         return SUCCESS
 
     def run_pre_filter_remove_pod(
@@ -148,7 +153,9 @@ class Framework:
             if isinstance(ext, PreFilterExtensions):
                 st = ext.remove_pod(state, pod, to_remove, node_info)
                 if not st.is_success():
-                    return st.with_plugin(p.name)
+                    return Status.error(
+                        f'running RemovePod on PreFilter plugin "{p.name}": {st.message()}', p.name
+                    )
         return SUCCESS
 
     # ------------------------------------------------------------------ filter
@@ -215,15 +222,25 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
+        """Until the first SUCCESS, ERROR or UNSCHEDULABLE_AND_UNRESOLVABLE; otherwise all of
+        them, keeping the last non-None result (it may carry "" to clear a nomination) and
+        naming the first rejecting plugin, as upstream's ``RunPostFilterPlugins``."""
+        result: PostFilterResult | None = None
         reasons: list[str] = []
+        rejector = ""
         for p in self.post_filter_plugins:
             r, st = p.post_filter(state, pod, statuses)
             if st.is_success():
                 return r, st.with_plugin(p.name)
-            if st.code == Code.ERROR:
-                return None, st.with_plugin(p.name)
+            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return r, st.with_plugin(p.name)
+            if st.code != Code.UNSCHEDULABLE:
+                return None, Status(Code.ERROR, st.reasons, p.name)
+            if r is not None:
+                result = r
             reasons.extend(st.reasons)
-        return None, Status(Code.UNSCHEDULABLE, tuple(reasons))
+            rejector = rejector or p.name
+        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
 
     # ------------------------------------------------------------------ score
     def run_pre_score(

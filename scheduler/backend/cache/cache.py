@@ -208,12 +208,19 @@ class Cache:
                 continue
             old = snap.node_info_map.get(name)
             new = ni.clone()
-            if old is None or (old.pods_with_affinity > 0) != (new.pods_with_affinity > 0) or (
-                old.pods_with_required_anti_affinity > 0
-            ) != (new.pods_with_required_anti_affinity > 0):
+            if (
+                old is None
+                or (old.pods_with_affinity > 0) != (new.pods_with_affinity > 0)
+                or (old.pods_with_required_anti_affinity > 0)
+                != (new.pods_with_required_anti_affinity > 0)
+            ):
                 changed_affinity = True
             snap.node_info_map[name] = new
-        if self._node_set_changed or changed_affinity or len(snap.node_info_map) != len(self._nodes):
+        if (
+            self._node_set_changed
+            or changed_affinity
+            or len(snap.node_info_map) != len(self._nodes)
+        ):
             for name in list(snap.node_info_map):
                 if name not in self._nodes:
                     del snap.node_info_map[name]

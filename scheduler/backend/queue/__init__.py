@@ -9,4 +9,11 @@ from scheduler.backend.queue.priority_queue import (
     QueuedPodInfo,
 )
 
-__all__ = ["ACTIVE_Q", "BACKOFF_Q", "UNSCHEDULABLE_Q", "Nominator", "PriorityQueue", "QueuedPodInfo"]
+__all__ = [
+    "ACTIVE_Q",
+    "BACKOFF_Q",
+    "UNSCHEDULABLE_Q",
+    "Nominator",
+    "PriorityQueue",
+    "QueuedPodInfo",
+]

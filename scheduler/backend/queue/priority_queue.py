@@ -102,6 +102,9 @@ class PriorityQueue:
         }
         self.on_ready = on_ready
         self.on_incoming = on_incoming
+        # PreEnqueue-style gate: a pod for which it returns False waits in the unschedulable
+        # map instead of activeQ (used to hold a preemptor while its victims are deleted).
+        self.gate: Callable[[PodInfo], bool] | None = None
         self.nominator = Nominator()
         self._active: SortedList = SortedList()
         self._backoff: SortedList = SortedList()
@@ -121,6 +124,9 @@ class PriorityQueue:
             self.on_incoming(queue, event)
 
     def _push_active(self, qpi: QueuedPodInfo, event: str) -> None:
+        if self.gate is not None and not self.gate(qpi.pod):
+            self._push_unschedulable(qpi, event)
+            return
         qpi._active_key = (-qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
         self._active.add(qpi._active_key)
         self._where[qpi.pod.key] = ACTIVE_Q
@@ -345,8 +351,10 @@ class PriorityQueue:
             self._in_flight_events.append((next(self._event_seq), event, old, new))
         moved = 0
         for qpi in list(self._unschedulable.values()):
-            if qpi.errored or not qpi.unschedulable_plugins or self._hint_says_queue(
-                qpi, event, old, new
+            if (
+                qpi.errored
+                or not qpi.unschedulable_plugins
+                or self._hint_says_queue(qpi, event, old, new)
             ):
                 self._detach(qpi.pod.key)
                 self._requeue(qpi, event.name)

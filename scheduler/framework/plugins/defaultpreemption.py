@@ -1,18 +1,23 @@
 """DefaultPreemption: the PostFilter plugin that runs the preemption Evaluator and prefixes
-its messages with "preemption: " as upstream does. It also registers the cluster events
-after which a pod whose preemption failed deserves another look: a PDB or PriorityClass
-change (preemption's own inputs) and an assigned pod's deletion."""
+its messages with "preemption: " as upstream does.
+
+As upstream, it never puts itself among a pod's unschedulable plugins: a pod that failed
+(with or without preemption) waits on the hints of the Filter plugins that rejected it; a
+victim's deletion wakes the preemptor through NodeResourcesFit's AssignedPod/Delete hint.
+Its one registration (AssignedPod/Delete, always SKIP) mirrors upstream's and leaves that
+decision to those plugins."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from scheduler.framework.interface import (
     ClusterEvent,
-    Code,
     CycleState,
     EventRegistration,
     PostFilterResult,
+    QueueingHint,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -32,13 +37,14 @@ class DefaultPreemption:
     ) -> tuple[PostFilterResult | None, Status]:
         self.attempts += 1
         result, st = self.evaluator.preempt(state, pod, statuses)
-        if st.reasons and st.code != Code.SUCCESS:
-            return result, Status(st.code, ("preemption: " + st.message(),), self.name)
+        msg = st.message()
+        if msg:
+            # Upstream prefixes every message, the success one included.
+            return result, Status(st.code, ("preemption: " + msg,), self.name)
         return result, st.with_plugin(self.name)
 
     def events_to_register(self) -> Iterable[EventRegistration]:
-        return [
-            EventRegistration(ClusterEvent("PDB", "*")),
-            EventRegistration(ClusterEvent("PriorityClass", "*")),
-            EventRegistration(ClusterEvent("AssignedPod", "Delete")),
-        ]
+        def skip(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            return QueueingHint.SKIP
+
+        return [EventRegistration(ClusterEvent("AssignedPod", "Delete"), skip)]

@@ -10,7 +10,9 @@ from scheduler.types import NodeSelectorRequirement, NodeSelectorTerm
 __all__ = ["default_normalize_score", "match_node_selector_terms", "match_requirement"]
 
 
-def default_normalize_score(scores: list[int], *, reverse: bool, max_score: int = MAX_NODE_SCORE) -> None:
+def default_normalize_score(
+    scores: list[int], *, reverse: bool, max_score: int = MAX_NODE_SCORE
+) -> None:
     """Scale scores to 0..max by the highest score; ``reverse`` flips them (upstream's
     ``helper.DefaultNormalizeScore``). In place."""
     highest = max(scores, default=0)

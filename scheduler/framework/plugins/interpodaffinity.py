@@ -498,12 +498,12 @@ class InterPodAffinity:
                 return (
                     QueueingHint.QUEUE if _matches_all(aff, after, labels_of) else QueueingHint.SKIP
                 )
-            if before is not None:
-                # A deleted pod can only help anti-affinity, ours or its own.
-                if _matches_any(anti, before, labels_of) or _matches_any(
-                    before.required_anti_affinity, pod, labels_of
-                ):
-                    return QueueingHint.QUEUE
+            # A deleted pod can only help anti-affinity, ours or its own.
+            if before is not None and (
+                _matches_any(anti, before, labels_of)
+                or _matches_any(before.required_anti_affinity, pod, labels_of)
+            ):
+                return QueueingHint.QUEUE
             return QueueingHint.SKIP
 
         def node_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

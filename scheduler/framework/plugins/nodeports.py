@@ -18,7 +18,7 @@ from scheduler.framework.plugins import names
 from scheduler.types import HostPort, NodeInfo, PodInfo
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
-_ANY = "0.0.0.0"  # noqa: S104 (a wildcard value compared, never bound)
+_ANY = "0.0.0.0"
 
 
 def _conflicts(hp: HostPort, used: Iterable[tuple[str, str, int]]) -> bool:

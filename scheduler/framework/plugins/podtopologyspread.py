@@ -179,9 +179,21 @@ class _Constraint:
 
 
 def _count_pods(pods: Iterable[PodInfo], c: _Constraint, namespace: str) -> int:
-    if not c.counts_pods:
+    """``sum(c.counted(p, namespace) for p in pods)``, unrolled: this is the hot loop of
+    PreFilter and PreScore (every pod in the cluster, per constraint)."""
+    selector = c.selector
+    if selector is None or not c.counts_pods:
         return 0
-    return sum(1 for p in pods if c.counted(p, namespace))
+    owner = c.owner
+    n = 0
+    for p in pods:
+        if p.namespace != namespace or p.deletion_timestamp is not None:
+            continue
+        if owner is not None and p.owner_kind_uid != owner:
+            continue
+        if selector.matches(p.labels):
+            n += 1
+    return n
 
 
 def _has_all_keys(labels: Mapping[str, str], constraints: Sequence[_Constraint]) -> bool:
@@ -289,7 +301,7 @@ def _topology_normalizing_weight(size: int) -> float:
 
 def _round_half_away(x: float) -> int:
     """Go's math.Round for the non-negative scores produced here."""
-    return int(math.floor(x + 0.5))
+    return math.floor(x + 0.5)
 
 
 # --------------------------------------------------------------------------- plugin
@@ -557,10 +569,13 @@ class PodTopologySpread:
             if before is not None and after is not None:
                 if any(c.selects(before) != c.selects(after) for c in constraints):
                     return QueueingHint.QUEUE  # labels moved it in or out of a selector
-                if after.terminating and not before.terminating:
-                    # A terminating pod stops counting.
-                    if any(c.selects(after) for c in constraints):
-                        return QueueingHint.QUEUE
+                # A pod that starts terminating stops counting.
+                if (
+                    after.terminating
+                    and not before.terminating
+                    and any(c.selects(after) for c in constraints)
+                ):
+                    return QueueingHint.QUEUE
                 return QueueingHint.SKIP
             changed = after if after is not None else before
             if changed is not None and any(c.selects(changed) for c in constraints):

@@ -19,9 +19,7 @@ from scheduler.types import NodeInfo, PodInfo
 
 
 def balanced_score(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    fractions = [
-        min(1.0, r / a) for r, a in zip(requested, allocatable, strict=True) if a != 0
-    ]
+    fractions = [min(1.0, r / a) for r, a in zip(requested, allocatable, strict=True) if a != 0]
     std = 0.0
     if len(fractions) == 2:
         std = abs((fractions[0] - fractions[1]) / 2)

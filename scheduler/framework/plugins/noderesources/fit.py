@@ -9,6 +9,7 @@ rejection is UNSCHEDULABLE_AND_UNRESOLVABLE (upstream marks such insufficiencies
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -78,7 +79,10 @@ def insufficient_resources(
                 req.memory > alloc.memory,
             )
         )
-    if req.ephemeral_storage and req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage:
+    if (
+        req.ephemeral_storage
+        and req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage
+    ):
         out.append(
             InsufficientResource(
                 "ephemeral-storage",
@@ -95,9 +99,7 @@ def insufficient_resources(
         cap = alloc.scalar.get(name, 0)
         have = used.scalar.get(name, 0)
         if q > cap - have:
-            out.append(
-                InsufficientResource(name, f"Insufficient {name}", q, have, cap, q > cap)
-            )
+            out.append(InsufficientResource(name, f"Insufficient {name}", q, have, cap, q > cap))
     return out
 
 
@@ -110,9 +112,7 @@ class ResourceSpec:
 DEFAULT_RESOURCES = (ResourceSpec("cpu", 1), ResourceSpec("memory", 1))
 
 
-def _node_amounts(
-    ni: NodeInfo, resource: str, *, non_zero: bool
-) -> tuple[int, int]:
+def _node_amounts(ni: NodeInfo, resource: str, *, non_zero: bool) -> tuple[int, int]:
     """(allocatable, already requested) of one resource on a node, for scoring."""
     alloc = ni.allocatable
     if resource == "cpu":
@@ -235,7 +235,7 @@ class NodeResourcesFit:
         pts = self.shape
         if util <= pts[0][0]:
             return pts[0][1] * 10
-        for (x0, y0), (x1, y1) in zip(pts, pts[1:], strict=False):
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
             if util <= x1:
                 return (y0 * 10) + ((y1 - y0) * 10 * (util - x0)) // (x1 - x0)
         return pts[-1][1] * 10

@@ -1,0 +1,145 @@
+"""Command line: ``py-scheduler run | simulate | explain | version``.
+
+Exit codes: 0 success; 1 runtime failure (e.g. leader election lost); 2 bad usage, bad
+configuration or bad input (the message names the file and the field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+import uuid
+from collections.abc import Sequence
+
+from scheduler import __version__
+from scheduler.config import ConfigError, load_config
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="py-scheduler",
+        description="A secondary Kubernetes scheduler with kube-scheduler's priority and "
+        "preemption semantics.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("run", help="schedule pods of a cluster (the main job)")
+    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    run.add_argument(
+        "--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)"
+    )
+    le = run.add_mutually_exclusive_group()
+    le.add_argument(
+        "--leader-elect",
+        dest="leader_elect",
+        action="store_true",
+        default=None,
+        help="take part in leader election (default: from config, true)",
+    )
+    le.add_argument(
+        "--no-leader-elect",
+        dest="leader_elect",
+        action="store_false",
+        help="schedule without a lease (one replica only!)",
+    )
+    run.add_argument("-v", "--verbosity", type=int, default=0, help="log verbosity (4+: per node)")
+    run.add_argument("--port", type=int, help="health/metrics port (overrides config httpPort)")
+    run.add_argument("--bind-address", help="health/metrics address (overrides httpBindAddress)")
+
+    sim = sub.add_parser("simulate", help="what the scheduler would do with a cluster dump")
+    sim.add_argument(
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        dest="files",
+        help="YAML of Nodes, Pods, PDBs, PriorityClasses (repeatable)",
+    )
+    sim.add_argument("--config", help="KubeSchedulerConfiguration file")
+    sim.add_argument("--seed", type=int, default=0, help="random seed (ties, offsets)")
+    sim.add_argument(
+        "-o",
+        "--output",
+        choices=("json", "text"),
+        help="json (default when stdout is not a TTY) or text",
+    )
+
+    exp = sub.add_parser("explain", help="why a pod is pending (live, read-only)")
+    exp.add_argument("pod", metavar="NAMESPACE/POD")
+    exp.add_argument("--kubeconfig")
+    exp.add_argument("--config", help="KubeSchedulerConfiguration file")
+    exp.add_argument("-o", "--output", choices=("json", "text"), default="text")
+
+    sub.add_parser("version", help="print the version")
+    return p
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from scheduler.logging import configure_logging
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        print(f"py-scheduler: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    if args.port is not None:
+        config = replace(config, http_port=args.port)
+    if args.bind_address:
+        config = replace(config, http_bind_address=args.bind_address)
+    leader_elect = (
+        config.leader_election.leader_elect if args.leader_elect is None else args.leader_elect
+    )
+    configure_logging(args.verbosity)
+
+    from scheduler.errors import ApiCallError
+    from scheduler.kube.actions import KubeApi
+    from scheduler.kube.client import KubeClient, load_api_client
+    from scheduler.operator import run_operator
+    from scheduler.scheduler import Scheduler
+
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    try:
+        api_client = load_api_client(kubeconfig)
+    except ApiCallError as e:
+        print(f"py-scheduler: {e}", file=sys.stderr)
+        return 2
+    client = KubeClient(api_client, qps=config.qps, burst=config.burst)
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    sched = Scheduler(config, KubeApi(client), identity=identity)
+    return asyncio.run(
+        run_operator(sched, client, config, kubeconfig=kubeconfig, leader_elect=leader_elect)
+    )
+
+
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    from scheduler.simulate import main as simulate_main
+
+    return simulate_main(args)
+
+
+def _cmd_explain(args: argparse.Namespace) -> int:
+    print("py-scheduler: 'explain' is not implemented yet", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "version":
+        print(f"py-scheduler {__version__}")
+        return 0
+    if args.command == "run":
+        return _cmd_run(args)
+    if args.command == "simulate":
+        return _cmd_simulate(args)
+    if args.command == "explain":
+        return _cmd_explain(args)
+    parser.print_help(sys.stderr)
+    return 2

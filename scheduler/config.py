@@ -127,7 +127,18 @@ class SchedulerConfig:
         return "DefaultPreemption" in self.post_filters
 
 
-_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?$")
+# Go's time.ParseDuration: a sequence of decimal numbers, each with a unit ("1m30s", "500ms").
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "μs": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "m": 60.0,
+    "h": 3600.0,
+}
 
 
 class _Reader:
@@ -170,12 +181,11 @@ class _Reader:
         return raw
 
     def duration(self, raw: Any, path: str) -> float:
-        if isinstance(raw, str):
-            m = _DURATION.match(raw)
-            if m and raw:
-                h, mi, s = (float(x) if x else 0.0 for x in m.groups())
-                return h * 3600 + mi * 60 + s
-        raise self.fail(path, f"expected a duration like '15s' or '1m30s', got {raw!r}")
+        if isinstance(raw, str) and raw:
+            parts = list(_DURATION_PART.finditer(raw))
+            if "".join(m.group(0) for m in parts) == raw:
+                return sum(float(m[1]) * _DURATION_UNITS[m[2]] for m in parts)
+        raise self.fail(path, f"expected a duration like '15s', '1m30s' or '500ms', got {raw!r}")
 
 
 def _plugin_set(
@@ -447,17 +457,15 @@ def _fit_args(r: _Reader, raw: Any, path: str) -> NodeResourcesFitArgs:
         {"shape"},
     )
     for i, pt in enumerate(rtc.get("shape") or ()):
-        pm = r.mapping(
-            pt,
-            f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{i}]",
-            {"utilization", "score"},
+        pp = f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{i}]"
+        pm = r.mapping(pt, pp, {"utilization", "score"})
+        point = (
+            r.integer(pm.get("utilization"), f"{pp}.utilization", 0, 100),
+            r.integer(pm.get("score"), f"{pp}.score", 0, 10),
         )
-        shape.append(
-            (
-                r.integer(pm.get("utilization"), f"{path}...shape[{i}].utilization", 0, 100),
-                r.integer(pm.get("score"), f"{path}...shape[{i}].score", 0, 10),
-            )
-        )
+        if shape and point[0] <= shape[-1][0]:
+            raise r.fail(f"{pp}.utilization", "values must be sorted in increasing order")
+        shape.append(point)
     ignored = a.get("ignoredResources") or []
     if not isinstance(ignored, list):
         raise r.fail(f"{path}.ignoredResources", "expected a list")

@@ -143,7 +143,9 @@ async def run_operator(
         watch.append(lost_waiter)
     done, _ = await asyncio.wait(watch, return_when=asyncio.FIRST_COMPLETED)
     for t in done:
-        if t is not waiter and t.exception() is not None:
+        if t is waiter or t.cancelled():
+            continue
+        if t.exception() is not None:
             log.error("component_failed", task=t.get_name(), error=repr(t.exception()))
             exit_code = 1
     if elector is not None and lost.is_set() and not stop_flag.is_set():

@@ -178,7 +178,8 @@ class SchedulerCore:
             self.cache.add_pod(pod)
             self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Add"), None, pod)
         elif self.responsible_for(pod) and not pod.terminating and not pod.terminal:
-            self.queue.add(pod)
+            # Equal priorities go in creation order, also for pods found at start-up.
+            self.queue.add(pod, timestamp=pod.creation_time or None)
 
     def on_pod_update(self, old: PodInfo | None, new: PodInfo) -> None:
         if new.node_name:
@@ -212,7 +213,7 @@ class SchedulerCore:
         if self.queue.contains(new.key):
             self.queue.update(new)
         elif new.key not in self._binding and self.cache.get_pod(new.key) is None:
-            self.queue.add(new)
+            self.queue.add(new, timestamp=new.creation_time or None)
 
     def on_pod_delete(self, pod: PodInfo) -> None:
         self.queue.delete(pod.key)

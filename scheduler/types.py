@@ -6,21 +6,25 @@ the scheduling core. Everything above it sees frozen records: ``PodInfo``, ``Nod
 pods that the cache has placed on it). Parsing errors raise ``ParseError`` naming the object
 and the field; nothing is silently dropped.
 
-Effective pod requests follow upstream's ``resourcehelper.PodRequests``: the sum of the
-regular containers plus restartable (sidecar) init containers, maxed with every init
-container's request (plus the sidecars started before it), plus pod overhead. The
-"non-zero" requests used by scoring default a container without a cpu/memory request to
-100m / 200Mi, as upstream's ``schedutil.GetNonzeroRequests``.
+Effective pod requests follow upstream's ``resourcehelper.PodRequests`` as the scheduler
+calls it: the sum of the regular containers plus restartable (sidecar) init containers,
+maxed with every init container's request (plus the sidecars started before it); for a
+resized pod, the per-resource max of the spec and what the kubelet reports (allocated,
+actuated); pod-level requests (``spec.resources.requests``) replace the cpu/memory/hugepages
+sums; plus pod overhead. Quantities are summed exactly and rounded once, as upstream. The
+"non-zero" requests used by scoring default a container that does not name cpu/memory to
+100m / 200Mi (an explicit zero stays zero), as upstream's ``getNonMissingContainerRequests``.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
-from scheduler.quantity import QuantityError, milli_value, value
+from scheduler.quantity import QuantityError, milli_value, parse_quantity, value
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -138,32 +142,49 @@ class Resource:
         return not (self.milli_cpu or self.memory or self.ephemeral_storage or self.scalar)
 
 
-def _resource_list(raw: Any, where: str, obj: str) -> Resource:
-    """Parse a ResourceList ({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1})."""
-    res = Resource()
+ResourceList = dict[str, Fraction]  # exact quantities by resource name, as a v1.ResourceList
+
+
+def _parse_resource_list(raw: Any, where: str, obj: str) -> ResourceList:
+    """Parse a ResourceList ({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}) exactly."""
     if raw is None:
-        return res
+        return {}
     if not isinstance(raw, Mapping):
         raise ParseError(obj, where, f"expected a map of resource quantities, got {raw!r}")
+    out: ResourceList = {}
     for name, q in raw.items():
         try:
-            if name == "cpu":
-                res.milli_cpu = milli_value(q)
-            elif name == "memory":
-                res.memory = value(q)
-            elif name == "ephemeral-storage":
-                res.ephemeral_storage = value(q)
-            elif name == "pods":
-                res.allowed_pod_number = value(q)
-            elif name == "storage":
-                continue  # volume-only resource; not a pod request upstream tracks here
-            else:
-                v = value(q)
-                if v:
-                    res.scalar[str(name)] = v
+            out[str(name)] = parse_quantity(q)
         except QuantityError as e:
             raise ParseError(obj, f"{where}.{name}", str(e)) from e
+    return out
+
+
+def _to_resource(rl: ResourceList) -> Resource:
+    """Round a ResourceList into a Resource as upstream's ``Resource.Add`` does: cpu up to
+    millicores, everything else up to whole units."""
+    res = Resource()
+    for name, q in rl.items():
+        if name == "cpu":
+            res.milli_cpu = milli_value(q)
+        elif name == "memory":
+            res.memory = value(q)
+        elif name == "ephemeral-storage":
+            res.ephemeral_storage = value(q)
+        elif name == "pods":
+            res.allowed_pod_number = value(q)
+        elif name == "storage":
+            continue  # volume-only resource; not a pod request upstream tracks here
+        else:
+            v = value(q)
+            if v:
+                res.scalar[name] = v
     return res
+
+
+def _resource_list(raw: Any, where: str, obj: str) -> Resource:
+    """Parse a ResourceList into a Resource."""
+    return _to_resource(_parse_resource_list(raw, where, obj))
 
 
 # --------------------------------------------------------------------------- selectors
@@ -451,61 +472,166 @@ def _timestamp(raw: Any, where: str, obj: str) -> float | None:
     return dt.timestamp()
 
 
-def _container_requests(c: Obj, where: str, obj: str) -> Resource:
-    resources = c.get("resources") or {}
-    return _resource_list(resources.get("requests"), f"{where}.resources.requests", obj)
+def _rl_add(into: ResourceList, other: ResourceList) -> None:
+    for k, v in other.items():
+        into[k] = into.get(k, Fraction(0)) + v
 
 
-def _nonzero(r: Resource) -> tuple[int, int]:
-    return (
-        r.milli_cpu if r.milli_cpu else DEFAULT_MILLI_CPU_REQUEST,
-        r.memory if r.memory else DEFAULT_MEMORY_REQUEST,
-    )
+def _rl_max(into: ResourceList, other: ResourceList) -> None:
+    for k, v in other.items():
+        if k not in into or v > into[k]:
+            into[k] = v
 
 
-def _pod_requests(spec: Obj, obj: str) -> tuple[Resource, int, int]:
-    """Effective requests plus non-zero cpu/memory, as upstream ``PodRequests``."""
-    total = Resource()
-    nz_cpu = nz_mem = 0
-    for i, c in enumerate(spec.get("containers") or ()):
-        r = _container_requests(c, f"spec.containers[{i}]", obj)
-        total.add(r)
-        a, b = _nonzero(r)
-        nz_cpu += a
-        nz_mem += b
-    init_max = Resource()
-    init_nz = [0, 0]
-    sidecars = Resource()
-    sidecar_nz = [0, 0]
-    for i, c in enumerate(spec.get("initContainers") or ()):
-        r = _container_requests(c, f"spec.initContainers[{i}]", obj)
-        a, b = _nonzero(r)
-        if c.get("restartPolicy") == "Always":
-            # A sidecar keeps running beside the regular containers.
-            total.add(r)
-            nz_cpu += a
-            nz_mem += b
-            sidecars.add(r)
-            sidecar_nz[0] += a
-            sidecar_nz[1] += b
-            candidate = sidecars.copy()
-            cand_nz = (sidecar_nz[0], sidecar_nz[1])
+def _rl_max_of(first: ResourceList, *others: ResourceList) -> ResourceList:
+    out = dict(first)
+    for o in others:
+        _rl_max(out, o)
+    return out
+
+
+def _with_defaults(rl: ResourceList, defaults: ResourceList) -> ResourceList:
+    """Upstream's ``applyNonMissing``: defaults only for names the list does not have (an
+    explicit zero request stays zero)."""
+    if not defaults:
+        return rl
+    out = dict(rl)
+    for k, v in defaults.items():
+        if k not in rl:
+            out[k] = v
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _ContainerRequests:
+    """One container's request lists: from the spec, and as the kubelet reports them
+    (allocated, actuated) for in-place resize. None: the container contributes nothing."""
+
+    sidecar: bool  # a restartable init container (regular containers: False)
+    init: bool
+    spec: ResourceList
+    allocated: ResourceList | None
+    actuated: ResourceList | None
+
+
+def _aggregate(
+    containers: Sequence[_ContainerRequests],
+    pick: Callable[[_ContainerRequests], ResourceList | None],
+    defaults: ResourceList,
+) -> ResourceList:
+    """Upstream's ``aggregateContainerResourcesByFn``: regular containers and sidecars add
+    up; each init container needs its own request plus the sidecars started before it; the
+    pod needs the max of the two."""
+    result: ResourceList = {}
+    for c in containers:
+        if not c.init:
+            _rl_add(result, _with_defaults(pick(c) or {}, defaults))
+    sidecars: ResourceList = {}
+    init_max: ResourceList = {}
+    for c in containers:
+        if not c.init:
+            continue
+        r = _with_defaults(pick(c) or {}, defaults)
+        if c.sidecar:
+            _rl_add(result, r)
+            _rl_add(sidecars, r)
+            candidate = sidecars
         else:
-            candidate = r.copy()
-            candidate.add(sidecars)
-            cand_nz = (a + sidecar_nz[0], b + sidecar_nz[1])
-        init_max.set_max(candidate)
-        init_nz[0] = max(init_nz[0], cand_nz[0])
-        init_nz[1] = max(init_nz[1], cand_nz[1])
-    total.set_max(init_max)
-    nz_cpu = max(nz_cpu, init_nz[0])
-    nz_mem = max(nz_mem, init_nz[1])
-    overhead = _resource_list(spec.get("overhead"), "spec.overhead", obj)
-    total.add(overhead)
-    nz_cpu += overhead.milli_cpu
-    nz_mem += overhead.memory
+            candidate = dict(r)
+            _rl_add(candidate, sidecars)
+        _rl_max(init_max, candidate)
+    _rl_max(result, init_max)
+    return result
+
+
+_POD_LEVEL_NAMES = ("cpu", "memory")
+
+
+def _pod_level_supported(name: str) -> bool:
+    return name in _POD_LEVEL_NAMES or name.startswith("hugepages-")
+
+
+def _pod_requests(spec: Obj, status: Obj, obj: str) -> tuple[Resource, int, int]:
+    """Effective requests plus non-zero cpu/memory, as the scheduler's
+    ``PodInfo.CalculateResource`` (``resourcehelper.PodRequests`` with in-place resize and
+    pod-level resources, both on by default in 1.37)."""
+    infeasible = False
+    for cond in status.get("conditions") or ():
+        if cond.get("type") == "PodResizePending":
+            infeasible = cond.get("reason") == "Infeasible"
+            break
+    statuses: dict[str, tuple[str, Obj]] = {}
+    for group in ("initContainerStatuses", "containerStatuses"):
+        for i, cs in enumerate(status.get(group) or ()):
+            statuses[str(cs.get("name", ""))] = (f"status.{group}[{i}]", cs)
+
+    containers: list[_ContainerRequests] = []
+    for group, init in (("containers", False), ("initContainers", True)):
+        for i, c in enumerate(spec.get(group) or ()):
+            where = f"spec.{group}[{i}].resources.requests"
+            reqs = _parse_resource_list((c.get("resources") or {}).get("requests"), where, obj)
+            allocated: ResourceList | None = None if infeasible else reqs
+            actuated: ResourceList | None = None if infeasible else reqs
+            found = statuses.get(str(c.get("name", "")))
+            if found is not None:
+                sw, cs = found
+                if cs.get("allocatedResources") is not None:
+                    allocated = _parse_resource_list(
+                        cs["allocatedResources"], f"{sw}.allocatedResources", obj
+                    )
+                    actuated = allocated
+                actual = (cs.get("resources") or {}).get("requests")
+                if actual is not None:
+                    actuated = _parse_resource_list(actual, f"{sw}.resources.requests", obj)
+            sidecar = init and c.get("restartPolicy") == "Always"
+            containers.append(_ContainerRequests(sidecar, init, reqs, allocated, actuated))
+
+    pod_alloc_raw = status.get("allocatedResources")
+    pod_status_res = status.get("resources")
+    pod_actual_raw = (pod_status_res or {}).get("requests")
+    pod_alloc = _parse_resource_list(pod_alloc_raw, "status.allocatedResources", obj)
+    pod_actual = _parse_resource_list(pod_actual_raw, "status.resources.requests", obj)
+    pod_level = _parse_resource_list(
+        (spec.get("resources") or {}).get("requests"), "spec.resources.requests", obj
+    )
+    pod_level_set = any(_pod_level_supported(k) for k in pod_level)
+    overhead = _parse_resource_list(spec.get("overhead"), "spec.overhead", obj)
+
+    def requests(defaults: ResourceList) -> ResourceList:
+        spec_reqs = _aggregate(containers, lambda c: c.spec, defaults)
+        if pod_alloc_raw is not None and pod_actual_raw is not None:
+            # The kubelet reports pod-level aggregates: they replace the per-container ones.
+            allocated, actuated = pod_alloc, pod_actual
+        else:
+            allocated = _aggregate(containers, lambda c: c.allocated, defaults)
+            actuated = _aggregate(containers, lambda c: c.actuated, defaults)
+        if infeasible:
+            out = _rl_max_of(actuated, allocated)
+        else:
+            out = _rl_max_of(spec_reqs, actuated, allocated)
+        if pod_level_set:
+            effective = pod_level
+            if pod_status_res is not None:
+                effective = _rl_max_of({} if infeasible else pod_level, pod_actual, pod_alloc)
+            for k, v in effective.items():
+                if _pod_level_supported(k):
+                    out[k] = v
+        _rl_add(out, overhead)
+        return out
+
+    reqs = requests({})
+    # Upstream's getNonMissingContainerRequests: 100m / 200Mi for a container that does not
+    # name cpu / memory; with pod-level requests, only for what neither level names.
+    defaults: ResourceList = {}
+    if not pod_level_set or "cpu" not in reqs:
+        defaults["cpu"] = Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000)
+    if not pod_level_set or "memory" not in reqs:
+        defaults["memory"] = Fraction(DEFAULT_MEMORY_REQUEST)
+    non_zero = requests(defaults) if defaults else reqs
+    total = _to_resource(reqs)
     total.allowed_pod_number = 0
-    return total, nz_cpu, nz_mem
+    nz = _to_resource({k: v for k, v in non_zero.items() if k in ("cpu", "memory")})
+    return total, nz.milli_cpu, nz.memory
 
 
 def _affinity_terms(raw: Any, where: str, obj: str, namespace: str) -> tuple[PodAffinityTerm, ...]:
@@ -624,7 +750,7 @@ def pod_from_dict(
     if policy not in (PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER):
         raise ParseError(who, "spec.preemptionPolicy", f"unknown {policy!r}")
 
-    requests, nz_cpu, nz_mem = _pod_requests(spec, who)
+    requests, nz_cpu, nz_mem = _pod_requests(spec, status, who)
 
     affinity = spec.get("affinity") or {}
     node_aff = affinity.get("nodeAffinity") or {}
@@ -658,6 +784,8 @@ def pod_from_dict(
         for c in spec.get(group) or ():
             if c.get("image"):
                 images.append(str(c["image"]))
+            if group == "initContainers" and c.get("restartPolicy") != "Always":
+                continue  # upstream GetHostPorts: only sidecars run for the pod's lifetime
             for port in c.get("ports") or ():
                 hp = int(port.get("hostPort") or 0)
                 if hp > 0:

@@ -1,8 +1,8 @@
 """Fluent builders for API objects in tests: pods, nodes, PDBs, PriorityClasses.
 
-    make_pod("p").req(cpu="1").priority(10).node("n1").obj()   -> raw API dict
-    make_pod("p").req(cpu="1").info()                          -> scheduler.types.PodInfo
-    make_node("n1").alloc(cpu="4", memory="8Gi").record()      -> NodeRecord
+make_pod("p").req(cpu="1").priority(10).node("n1").obj()   -> raw API dict
+make_pod("p").req(cpu="1").info()                          -> scheduler.types.PodInfo
+make_node("n1").alloc(cpu="4", memory="8Gi").record()      -> NodeRecord
 """
 
 from __future__ import annotations
@@ -68,6 +68,15 @@ class PodBuilder:
         self._spec["containers"][0].setdefault("resources", {})["requests"] = reqs
         return self
 
+    def requests(self, *per_container: dict[str, Any]) -> PodBuilder:
+        """Replace the containers by one per request list, as upstream's
+        ``st.MakePod().Req(a).Req(b)``; no argument leaves the pod without containers."""
+        self._spec["containers"] = [
+            {"name": f"c{i}", "image": "x", "resources": {"requests": dict(r)}}
+            for i, r in enumerate(per_container)
+        ]
+        return self
+
     def container(self, requests: dict[str, Any] | None = None, image: str = "") -> PodBuilder:
         c: dict[str, Any] = {"name": f"c{len(self._spec['containers'])}", "image": image or "x"}
         if requests:
@@ -84,6 +93,47 @@ class PodBuilder:
         if sidecar:
             c["restartPolicy"] = "Always"
         self._spec.setdefault("initContainers", []).append(c)
+        return self
+
+    def init_host_port(self, port: int, *, sidecar: bool) -> PodBuilder:
+        """An init container (a sidecar or not) that asks for a host port."""
+        self.init_container(sidecar=sidecar)
+        c = self._spec["initContainers"][-1]
+        c["ports"] = [{"containerPort": port, "hostPort": port, "protocol": "TCP"}]
+        return self
+
+    def pod_requests(self, **resources: str | int) -> PodBuilder:
+        """Pod-level requests (``spec.resources.requests``)."""
+        self._spec.setdefault("resources", {})["requests"] = _resources(resources)
+        return self
+
+    def container_status(
+        self,
+        name: str,
+        *,
+        allocated: dict[str, Any] | None = None,
+        actual: dict[str, Any] | None = None,
+        init: bool = False,
+    ) -> PodBuilder:
+        """A container status as the kubelet reports it for in-place resize: its
+        ``allocatedResources`` and its actuated ``resources.requests``."""
+        cs: dict[str, Any] = {"name": name}
+        if allocated is not None:
+            cs["allocatedResources"] = allocated
+        if actual is not None:
+            cs["resources"] = {"requests": actual}
+        group = "initContainerStatuses" if init else "containerStatuses"
+        self._o["status"].setdefault(group, []).append(cs)
+        return self
+
+    def status_resources(
+        self, *, allocated: dict[str, Any] | None = None, actual: dict[str, Any] | None = None
+    ) -> PodBuilder:
+        """Pod-level ``status.allocatedResources`` / ``status.resources.requests``."""
+        if allocated is not None:
+            self._o["status"]["allocatedResources"] = allocated
+        if actual is not None:
+            self._o["status"]["resources"] = {"requests": actual}
         return self
 
     def overhead(self, **resources: str) -> PodBuilder:
@@ -165,6 +215,14 @@ class PodBuilder:
             )
         return self
 
+    def condition(self, type_: str, status: str = "True", reason: str = "") -> PodBuilder:
+        """A status condition, e.g. ``condition("DisruptionTarget", reason="...")``."""
+        c = {"type": type_, "status": status}
+        if reason:
+            c["reason"] = reason
+        self._o["status"].setdefault("conditions", []).append(c)
+        return self
+
     def phase(self, phase: str) -> PodBuilder:
         self._o["status"]["phase"] = phase
         return self
@@ -221,6 +279,11 @@ class NodeBuilder:
         for p in pods:
             ni.add_pod(p)
         return ni
+
+
+def _resources(resources: dict[str, str | int]) -> dict[str, str | int]:
+    names = {"ephemeral_storage": "ephemeral-storage", "gpu": "nvidia.com/gpu"}
+    return {names.get(k, k): v for k, v in resources.items()}
 
 
 def make_pod(name: str, namespace: str = "default") -> PodBuilder:

@@ -97,7 +97,8 @@ def filter_victims_with_pdb_violation(
 ) -> tuple[list[PodInfo], list[PodInfo]]:
     """Split pods (in the given order) into PDB-violating and non-violating, spending each
     PDB's ``disruptions_allowed`` as pods match it; pods already listed in a PDB's
-    ``disruptedPods`` do not spend it."""
+    ``disruptedPods`` do not spend it. Only PDBs of the pod's namespace count; a PDB with no
+    or an empty selector matches nothing; a pod without labels never violates."""
     allowed = [p.disruptions_allowed for p in pdbs]
     violating: list[PodInfo] = []
     ok: list[PodInfo] = []
@@ -114,7 +115,10 @@ def filter_victims_with_pdb_violation(
                     continue
                 allowed[i] -= 1
                 if allowed[i] < 0:
+                    # As upstream: the first PDB it would break settles it; the PDBs after
+                    # that one are not spent on this pod.
                     bad = True
+                    break
         (violating if bad else ok).append(pod)
     return violating, ok
 

@@ -106,15 +106,25 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
+        """Upstream's ``RunPreFilterPlugins``: SKIP marks the plugin's filter skipped;
+        UNSCHEDULABLE_AND_UNRESOLVABLE or ERROR stop at once; UNSCHEDULABLE is returned only
+        after every plugin ran, so that preemption finds every plugin's state; node-name
+        results intersect, and an empty intersection is unresolvable."""
         result: PreFilterResult | None = None
+        with_nodes: list[str] = []
+        rejected: Status | None = None
         for p in self.pre_filter_plugins:
             r, st = p.pre_filter(state, pod, snapshot)
             if st.is_skip():
                 state.skip_filter_plugins.add(p.name)
                 continue
+            if st.code == Code.UNSCHEDULABLE:
+                rejected = st.with_plugin(p.name)
+                continue
             if not st.is_success():
                 return None, st.with_plugin(p.name)
             if r is not None and r.node_names is not None:
+                with_nodes.append(p.name)
                 names = (
                     r.node_names
                     if result is None or result.node_names is None
@@ -122,10 +132,13 @@ class Framework:
                 )
                 result = PreFilterResult(names)
                 if not names:
-                    return result, Status.unresolvable(
-                        "node(s) didn't satisfy plugin(s) [" + p.name + "]", plugin=p.name
-                    )
-        return result, SUCCESS
+                    if len(with_nodes) == 1:
+                        msg = f"node(s) didn't satisfy plugin {with_nodes[0]}"
+                    else:
+                        msg = f"node(s) didn't satisfy plugin(s) [{' '.join(with_nodes)}]"
+                        msg += " simultaneously"
+                    return result, Status.unresolvable(msg, plugin=p.name)
+        return result, rejected if rejected is not None else SUCCESS
 
     def run_pre_filter_add_pod(
         self, state: CycleState, pod: PodInfo, to_add: PodInfo, node_info: NodeInfo

@@ -110,7 +110,7 @@ class KubeClient:
                 method,
                 url,
                 header_params=hdrs,
-                body=json.dumps(body) if body is not None else None,
+                body=body,  # the REST client JSON-encodes it (dumping here would encode twice)
                 _request_timeout=timeout or self.timeout,
             )
             status = resp.status

@@ -30,7 +30,8 @@ Nodes may be known only through their pods (a bound pod arrives before its node)
 a NodeInfo has ``node is None`` and is not schedulable; it disappears with its last pod.
 
 Runtime complexity: add/update/remove of a pod or node O(1) amortised (plus O(#resources));
-update_snapshot O(changed nodes) plus O(nodes) only when the node set changed.
+update_snapshot O(changed nodes) to re-clone, plus O(nodes) to refresh the ordered lists
+when anything changed.
 """
 
 from __future__ import annotations
@@ -65,7 +66,6 @@ class Cache:
         self._recent: OrderedDict[str, int] = OrderedDict()
         self._pods: dict[str, _PodState] = {}
         self._generation = 0
-        self._node_set_changed = True
 
     # ----------------------------------------------------------------- internals
     def _bump(self, name: str) -> int:
@@ -78,7 +78,6 @@ class Cache:
         ni = self._nodes.get(name)
         if ni is None:
             ni = self._nodes[name] = NodeInfo(None)
-            self._node_set_changed = True
         return ni
 
     def _add_to_node(self, pod: PodInfo) -> None:
@@ -92,7 +91,6 @@ class Cache:
         ni.remove_pod(pod.key, self._bump(pod.node_name))
         if ni.node is None and not ni.pods:
             del self._nodes[pod.node_name]
-            self._node_set_changed = True
 
     # ----------------------------------------------------------------- pods
     def assume_pod(self, pod: PodInfo, node_name: str) -> PodInfo:
@@ -171,7 +169,6 @@ class Cache:
     def add_node(self, node: NodeRecord) -> None:
         ni = self._node_info(node.name)
         ni.set_node(node, self._bump(node.name))
-        self._node_set_changed = True
 
     def update_node(self, node: NodeRecord) -> None:
         self.add_node(node)
@@ -186,7 +183,6 @@ class Cache:
         else:
             del self._nodes[name]
             self._bump(name)
-        self._node_set_changed = True
 
     def node_names(self) -> list[str]:
         return [n for n, ni in self._nodes.items() if ni.node is not None]
@@ -196,15 +192,21 @@ class Cache:
 
     # ----------------------------------------------------------------- snapshot
     def update_snapshot(self, snap: Snapshot) -> None:
-        """Bring ``snap`` up to date: re-clone only NodeInfos changed since its generation."""
-        changed_affinity = False
+        """Bring ``snap`` up to date: re-clone only NodeInfos changed since its generation.
+
+        As upstream, the snapshot holds real nodes only (a placeholder NodeInfo, whose node
+        is gone or not yet seen, is not schedulable and not listed). Whether the ordered
+        lists must be rebuilt is decided from the changes walked here, so that any number of
+        snapshots can be kept up to date from one cache."""
+        rebuild = False
+        changed = False
         for name, gen in reversed(self._recent.items()):
             if gen <= snap.generation:
                 break
             ni = self._nodes.get(name)
-            if ni is None:
+            if ni is None or ni.node is None:
                 if snap.node_info_map.pop(name, None) is not None:
-                    changed_affinity = True
+                    rebuild = True
                 continue
             old = snap.node_info_map.get(name)
             new = ni.clone()
@@ -214,30 +216,22 @@ class Cache:
                 or (old.pods_with_required_anti_affinity > 0)
                 != (new.pods_with_required_anti_affinity > 0)
             ):
-                changed_affinity = True
+                rebuild = True
             snap.node_info_map[name] = new
-        if (
-            self._node_set_changed
-            or changed_affinity
-            or len(snap.node_info_map) != len(self._nodes)
-        ):
-            for name in list(snap.node_info_map):
-                if name not in self._nodes:
-                    del snap.node_info_map[name]
+            changed = True
+        if rebuild:
             snap.rebuild_lists()
-            self._node_set_changed = False
-        else:
-            # Same node set: swap the changed clones into the ordered list in place.
-            for i, ni in enumerate(snap.node_info_list):
-                cur = snap.node_info_map[ni.name]
-                if cur is not ni:
-                    snap.node_info_list[i] = cur
-            snap.have_pods_with_affinity = [
-                ni for ni in snap.node_info_list if ni.pods_with_affinity
-            ]
-            snap.have_pods_with_required_anti_affinity = [
-                ni for ni in snap.node_info_list if ni.pods_with_required_anti_affinity
-            ]
+        elif changed:
+            # Same node set: swap the changed clones into the ordered lists in place.
+            for lst in (
+                snap.node_info_list,
+                snap.have_pods_with_affinity,
+                snap.have_pods_with_required_anti_affinity,
+            ):
+                for i, ni in enumerate(lst):
+                    cur = snap.node_info_map[ni.name]
+                    if cur is not ni:
+                        lst[i] = cur
         snap.generation = self._generation
 
     # ----------------------------------------------------------------- invariants

@@ -33,10 +33,12 @@ class Snapshot:
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
-        """A snapshot over the given NodeInfos (used by tests and dry runs)."""
+        """A snapshot over the given NodeInfos (used by tests and dry runs); NodeInfos
+        without a node are left out, as in a snapshot the cache fills."""
         s = cls()
         for ni in infos:
-            s.node_info_map[ni.name] = ni
+            if ni.node is not None:
+                s.node_info_map[ni.name] = ni
         s.rebuild_lists()
         return s
 

@@ -35,11 +35,18 @@ class Nominator:
             del self._by_node[node]
         return node
 
-    def update_nominated_pod(self, pod: PodInfo) -> None:
-        """Keep the stored record fresh (priority may not change, but labels may)."""
-        node = self._node_of.get(pod.key)
-        if node is not None:
-            self._by_node[node][pod.key] = pod
+    def update_nominated_pod(self, old: PodInfo, new: PodInfo) -> None:
+        """A nominated (or nominable) pod changed, as upstream's ``UpdateNominatedPod``: if
+        neither version names a node, an in-memory nomination (say, made by preemption just
+        now, before the API shows it) is kept with the fresh record; otherwise the new
+        ``status.nominatedNodeName`` wins, and "" removes the nomination. A bound pod is
+        never nominated."""
+        node: str | None = new.nominated_node_name
+        if not old.nominated_node_name and not new.nominated_node_name:
+            node = self._node_of.get(old.key)
+        self.delete_nominated_pod_if_exists(old.key)
+        if node and not new.node_name:
+            self.add_nominated_pod(new, node)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         pods = self._by_node.get(node_name)

@@ -11,8 +11,9 @@
   flushed back anyway.
 
 A pod popped for a cycle is "in flight". Events that arrive while pods are in flight are
-remembered, so that a pod that fails after such an event goes to backoffQ instead of
-sleeping in the unschedulable map (the event may already have helped it).
+remembered, and so is a scheduling-relevant update of the pod itself, so that a pod that
+fails after such an event goes to backoffQ instead of sleeping in the unschedulable map
+(the event may already have helped it).
 
 Every pod the queue holds is in exactly one of activeQ, backoffQ, unschedulable, in-flight
 (``check_invariants``). The queue does no waiting itself: ``pop`` returns None when nothing
@@ -72,6 +73,7 @@ class QueuedPodInfo:
     _active_key: tuple[int, float, int, str] | None = None
     _backoff_key: tuple[float, int, str] | None = None
     _in_flight_since: int = 0
+    _updated_in_flight: bool = False
 
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
@@ -209,11 +211,13 @@ class PriorityQueue:
             return
         qpi = self._infos[key]
         old = qpi.pod
-        self.nominator.update_nominated_pod(pod)
+        self.nominator.update_nominated_pod(old, pod)
+        spec_changed = _scheduling_relevant(old) != _scheduling_relevant(pod)
         if where == IN_FLIGHT:
+            # Remembered: if this attempt fails, the update may already have helped.
+            qpi._updated_in_flight = qpi._updated_in_flight or spec_changed
             qpi.pod = pod
             return
-        spec_changed = _scheduling_relevant(old) != _scheduling_relevant(pod)
         self._detach(key)
         qpi.pod = pod
         if where == ACTIVE_Q:
@@ -256,6 +260,7 @@ class PriorityQueue:
         qpi.unschedulable_plugins = set()
         qpi.errored = False
         qpi._in_flight_since = next(self._event_seq)
+        qpi._updated_in_flight = False
         self._in_flight[key] = qpi
         self._where[key] = IN_FLIGHT
         self._infos[key] = qpi
@@ -282,7 +287,7 @@ class PriorityQueue:
         elif key in self._where:
             return  # already back in a queue (e.g. re-added by an update)
         qpi.timestamp = self.clock.now()
-        helped = qpi.errored or not qpi.unschedulable_plugins
+        helped = qpi.errored or not qpi.unschedulable_plugins or qpi._updated_in_flight
         if not helped:
             for seq, ev, old, new in self._in_flight_events:
                 if seq > qpi._in_flight_since and self._hint_says_queue(qpi, ev, old, new):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from scheduler.framework.interface import MAX_NODE_SCORE
@@ -25,6 +26,18 @@ def default_normalize_score(
         scores[i] = max_score - s if reverse else s
 
 
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def _parse_int64(s: str) -> int | None:
+    """Go's ``strconv.ParseInt(s, 10, 64)``: ASCII digits with an optional sign, in range
+    (Python's ``int`` would also take spaces, underscores and non-ASCII digits)."""
+    if not _INT.fullmatch(s):
+        return None
+    v = int(s)
+    return v if -(2**63) <= v < 2**63 else None
+
+
 def match_requirement(req: NodeSelectorRequirement, value: str | None) -> bool:
     """One node selector requirement against a label (or field) value; None: absent."""
     op = req.operator
@@ -39,10 +52,9 @@ def match_requirement(req: NodeSelectorRequirement, value: str | None) -> bool:
     if op in ("Gt", "Lt"):
         if value is None or len(req.values) != 1:
             return False
-        try:
-            have = int(value)
-            want = int(req.values[0])
-        except ValueError:
+        have = _parse_int64(value)
+        want = _parse_int64(req.values[0])
+        if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
     return False

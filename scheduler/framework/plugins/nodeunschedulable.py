@@ -36,9 +36,12 @@ class NodeUnschedulable:
 
     def events_to_register(self) -> Iterable[EventRegistration]:
         def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-            if isinstance(new, NodeRecord) and (not new.unschedulable or _tolerated(pod)):
-                return QueueingHint.QUEUE
-            return QueueingHint.SKIP
+            # Upstream: a schedulable node was added, or a node became schedulable.
+            if not isinstance(new, NodeRecord) or new.unschedulable:
+                return QueueingHint.SKIP
+            if isinstance(old, NodeRecord) and not old.unschedulable:
+                return QueueingHint.SKIP  # it was schedulable before: not this plugin's change
+            return QueueingHint.QUEUE
 
         return [
             EventRegistration(ClusterEvent("Node", "Add"), hint),

@@ -256,6 +256,9 @@ class _DomainCounts:
 
 
 class _PreFilterState:
+    """The DoNotSchedule constraints, their domain counts, and whether the incoming pod
+    selects itself under each (1) or not (0)."""
+
     __slots__ = ("constraints", "domains", "self_match")
 
     def __init__(

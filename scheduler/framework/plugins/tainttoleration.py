@@ -67,11 +67,19 @@ class TaintToleration:
         default_normalize_score(scores, reverse=True)
 
     def events_to_register(self) -> Iterable[EventRegistration]:
+        effects = ("NoSchedule", "NoExecute")
+
         def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            # Upstream: only a node whose taints went from rejecting the pod to tolerated.
             if not isinstance(new, NodeRecord):
                 return QueueingHint.SKIP
-            bad = find_untolerated_taint(new.taints, pod.tolerations, ("NoSchedule", "NoExecute"))
-            return QueueingHint.SKIP if bad else QueueingHint.QUEUE
+            if find_untolerated_taint(new.taints, pod.tolerations, effects) is not None:
+                return QueueingHint.SKIP
+            if isinstance(old, NodeRecord) and (
+                find_untolerated_taint(old.taints, pod.tolerations, effects) is None
+            ):
+                return QueueingHint.SKIP  # it was tolerated before: not this plugin's change
+            return QueueingHint.QUEUE
 
         return [
             EventRegistration(ClusterEvent("Node", "Add"), hint),

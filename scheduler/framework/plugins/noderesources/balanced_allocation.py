@@ -13,6 +13,7 @@ from scheduler.framework.plugins import names
 from scheduler.framework.plugins.noderesources.fit import (
     DEFAULT_RESOURCES,
     ResourceSpec,
+    pod_amount,
     resource_vectors,
 )
 from scheduler.types import NodeInfo, PodInfo
@@ -38,8 +39,9 @@ class BalancedAllocation:
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status:
-        # A best-effort pod (no requests at all) gets 0 everywhere: skip the work.
-        if pod.requests.is_zero():
+        # A best-effort pod (no request for any scored resource) is skipped, as upstream
+        # (kubernetes#129138): it would otherwise pile onto one node.
+        if not any(pod_amount(pod, r.name, non_zero=False) for r in self.resources):
             state.skip_score_plugins.add(self.name)
         return SUCCESS
 

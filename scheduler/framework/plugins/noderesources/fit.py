@@ -103,6 +103,19 @@ def insufficient_resources(
     return out
 
 
+def _requested_grew(req: Resource, old: NodeRecord, new: NodeRecord) -> bool:
+    """Upstream's ``haveAnyRequestedResourcesIncreased``."""
+    a, b = old.allocatable, new.allocatable
+    if b.allowed_pod_number > a.allowed_pod_number:
+        return True
+    return (
+        (req.milli_cpu > 0 and b.milli_cpu > a.milli_cpu)
+        or (req.memory > 0 and b.memory > a.memory)
+        or (req.ephemeral_storage > 0 and b.ephemeral_storage > a.ephemeral_storage)
+        or any(q and b.scalar.get(k, 0) > a.scalar.get(k, 0) for k, q in req.scalar.items())
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceSpec:
     name: str
@@ -153,6 +166,17 @@ def resource_vectors(
         allocated[i] = used
         requested[i] = used + want
     return requested, allocated, allocatable
+
+
+def _div_trunc(a: int, b: int) -> int:
+    """Integer division rounding toward zero, as Go's ``/`` (Python's ``//`` floors)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _round_half_away(a: int, b: int) -> int:
+    """``math.Round(a / b)`` for non-negative ``a`` and positive ``b``: halves round up."""
+    return (2 * a + b) // (2 * b)
 
 
 def _least(requested: int, capacity: int) -> int:
@@ -214,6 +238,7 @@ class NodeResourcesFit:
     # ------------------------------------------------------------------ score
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
         requested, _, allocatable = resource_vectors(pod, node_info, self.resources)
+        ratio = self.strategy == REQUESTED_TO_CAPACITY_RATIO
         total = weights = 0
         for i, spec in enumerate(self.resources):
             cap = allocatable[i]
@@ -225,19 +250,26 @@ class NodeResourcesFit:
                 s = _most(requested[i], cap)
             else:
                 s = self._ratio(requested[i], cap)
+                if s <= 0:
+                    continue  # upstream averages RequestedToCapacityRatio over scores > 0
             total += s * spec.weight
             weights += spec.weight
-        return total // weights if weights else 0
+        if not weights:
+            return 0
+        if ratio:
+            return _round_half_away(total, weights)  # upstream math.Round
+        return total // weights
 
     def _ratio(self, requested: int, capacity: int) -> int:
-        """Broken-linear function of utilisation over the configured shape (scores 0..10)."""
+        """Broken-linear function of utilisation over the configured shape (scores 0..10,
+        scaled to 0..100), upstream's ``BuildBrokenLinearFunction``."""
         util = min(100, requested * 100 // capacity) if capacity else 100
         pts = self.shape
         if util <= pts[0][0]:
             return pts[0][1] * 10
         for (x0, y0), (x1, y1) in itertools.pairwise(pts):
             if util <= x1:
-                return (y0 * 10) + ((y1 - y0) * 10 * (util - x0)) // (x1 - x0)
+                return (y0 * 10) + _div_trunc((y1 - y0) * 10 * (util - x0), x1 - x0)
         return pts[-1][1] * 10
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
@@ -255,15 +287,20 @@ class NodeResourcesFit:
             return QueueingHint.QUEUE if isinstance(old, PodInfo) else QueueingHint.SKIP
 
         def node_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            # Upstream's isSchedulableAfterNodeChange: the pod must fit the node were it
+            # empty; an added node queues it, an updated one only if an allocatable the pod
+            # needs grew.
             if not isinstance(new, NodeRecord):
                 return QueueingHint.SKIP
-            if isinstance(old, NodeRecord) and old.allocatable == new.allocatable:
+            if insufficient_resources(pod.requests, NodeInfo(new)):
                 return QueueingHint.SKIP
-            # Would the pod fit on this node if it were empty?
-            empty = NodeInfo(new)
-            if any(b.unresolvable for b in insufficient_resources(pod.requests, empty)):
-                return QueueingHint.SKIP
-            return QueueingHint.QUEUE
+            if not isinstance(old, NodeRecord):
+                return QueueingHint.QUEUE
+            return (
+                QueueingHint.QUEUE
+                if _requested_grew(pod.requests, old, new)
+                else (QueueingHint.SKIP)
+            )
 
         return [
             EventRegistration(ClusterEvent("AssignedPod", "Delete"), pod_deleted),

@@ -1,0 +1,147 @@
+"""The live scheduler against a real API server: binding, failures, other schedulers' pods,
+metrics, and queue order (issue 'live scheduler' acceptance, e2e scenario 1)."""
+
+from __future__ import annotations
+
+import re
+
+from tests.e2e.conftest import wait_for
+from tests.e2e.kit import (  # noqa: F401 (fixtures)
+    Kit,
+    kit,
+    py_scheduler,
+    scheduler_workdir,
+    settle,
+    spawn_scheduler,
+)
+from tests.e2e.procs import SchedulerProcess
+
+
+def test_pending_pod_is_bound_to_a_fitting_node_with_scheduled_event(
+    kit: Kit,  # noqa: F811
+    py_scheduler: SchedulerProcess,  # noqa: F811
+) -> None:
+    small, big = kit.nodes(1, cpu="1")[0], kit.nodes(1, cpu="8")[0]
+    kit.create("web", cpu="2")
+    node = kit.wait_bound("web")
+    assert node == big, f"a 2-cpu pod must go to the 8-cpu node, not {small}"
+    ev = kit.wait_event("web", "Scheduled")
+    assert ev["message"] == f"Successfully assigned {kit.ns}/web to {big}"
+    assert ev["type"] == "Normal"
+    assert ev.get("reportingComponent") == "py-scheduler"
+    kit.wait_running("web")
+
+
+def test_unfittable_pod_gets_pod_scheduled_false_and_failed_scheduling_event(
+    kit: Kit,  # noqa: F811
+    py_scheduler: SchedulerProcess,  # noqa: F811
+) -> None:
+    kit.nodes(2, cpu="2")
+    kit.create("huge", cpu="16")
+    cond = kit.wait_condition(
+        "huge", "PodScheduled", lambda c: c.get("status") == "False" and c.get("message")
+    )
+    assert cond["reason"] == "Unschedulable"
+    msg = cond["message"]
+    # Our two nodes are too small (and no preemption can fix that); every other node in the
+    # shared cluster fails our nodeSelector.
+    m = re.fullmatch(
+        r"0/(\d+) nodes are available: (.*)\. preemption: 0/\1 nodes are available: "
+        r"\1 Preemption is not helpful for scheduling\.",
+        msg,
+    )
+    assert m, msg
+    parts = m.group(2).split(", ")
+    assert "2 Insufficient cpu" in parts, msg
+    assert parts == sorted(parts), f"reasons must be sorted as upstream: {msg}"
+    ev = kit.wait_event("huge", "FailedScheduling")
+    assert ev["type"] == "Warning"
+    assert ev["message"] == msg
+    assert not kit.node_of("huge")
+
+
+def test_default_scheduler_pods_are_left_alone_but_counted(
+    kit: Kit,  # noqa: F811
+    py_scheduler: SchedulerProcess,  # noqa: F811
+) -> None:
+    (node,) = kit.nodes(1, cpu="2")
+    # A pod placed by "another scheduler" (bound directly) uses 1.5 of the 2 cpus.
+    kit.create("theirs-bound", cpu="1500m", scheduler="default-scheduler", node_name=node)
+    kit.wait_running("theirs-bound")
+    # A pending pod of another scheduler: we must never touch it.
+    kit.create("theirs-pending", cpu="100m", scheduler="default-scheduler")
+    kit.create("ours", cpu="1")
+    cond = kit.wait_condition("ours", "PodScheduled", lambda c: c.get("status") == "False")
+    assert "Insufficient cpu" in cond["message"]
+    settle(2)
+    assert not kit.node_of("theirs-pending")
+    assert kit.events("theirs-pending") == [], "py-scheduler must not act on others' pods"
+    assert kit.condition("theirs-pending", "PodScheduled") is None
+
+
+def test_metrics_count_attempts_and_bindings(
+    kit: Kit,  # noqa: F811
+    py_scheduler: SchedulerProcess,  # noqa: F811
+) -> None:
+    before = py_scheduler.metric(
+        "scheduler_schedule_attempts_total", {"result": "scheduled", "profile": "py-scheduler"}
+    )
+    kit.nodes(1, cpu="4")
+    for i in range(3):
+        kit.create(f"m{i}", cpu="100m")
+    for i in range(3):
+        kit.wait_bound(f"m{i}")
+    after = wait_for(
+        lambda: (
+            v := py_scheduler.metric(
+                "scheduler_schedule_attempts_total",
+                {"result": "scheduled", "profile": "py-scheduler"},
+            )
+        )
+        >= before + 3
+        and v,
+        10,
+        "scheduled attempts metric to grow by 3",
+    )
+    assert after >= before + 3
+    status, text = py_scheduler.get("/metrics")
+    assert status == 200
+    for name in (
+        "scheduler_pending_pods",
+        "scheduler_queue_incoming_pods_total",
+        "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "py_scheduler_leader",
+    ):
+        assert name in text, name
+    assert py_scheduler.get("/healthz")[0] == 200
+    assert py_scheduler.get("/readyz")[0] == 200
+
+
+def test_queue_order_highest_priority_binds_first_then_creation_order(
+    kit: Kit,  # noqa: F811
+    spawn_scheduler,  # noqa: F811
+) -> None:
+    """Scenario 1. Pods queue while their own scheduler is down; when it starts with one
+    slot free, the highest priority pod takes it; with equal priority, the oldest does."""
+    name = f"order-{kit.ns}"
+    (node,) = kit.nodes(1, cpu="1", pods=1)
+    low = kit.priority_class(10)
+    high = kit.priority_class(1000)
+    kit.create("low", scheduler=name, priority_class=low)
+    # Names sort against creation order, so list order cannot pass for creation order.
+    kit.create("high-zz-first", scheduler=name, priority_class=high)
+    settle(1.1)  # creationTimestamp has 1 s resolution
+    kit.create("high-aa-second", scheduler=name, priority_class=high)
+    sched = spawn_scheduler(
+        name=name, config={"profiles": [{"plugins": {"postFilter": {"disabled": [{"name": "*"}]}}}]}
+    )
+    assert kit.wait_bound("high-zz-first") == node
+    settle(2)
+    assert not kit.node_of("high-aa-second")
+    assert not kit.node_of("low")
+    kit.delete("high-zz-first", grace=0)
+    kit.wait_gone("high-zz-first")
+    assert kit.wait_bound("high-aa-second", timeout=30) == node
+    settle(2)
+    assert not kit.node_of("low")
+    assert sched.alive

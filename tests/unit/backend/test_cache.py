@@ -1,0 +1,353 @@
+"""Cache: the pod state machine (assume/finish_binding/forget/expire/add/update/remove),
+placeholder nodes, and incremental snapshots. ``check_invariants`` runs after every
+mutation."""
+
+from __future__ import annotations
+
+import pytest
+
+from scheduler.backend.cache import Cache, CacheError, Snapshot
+from scheduler.clock import FakeClock
+from scheduler.types import NodeInfo, PodInfo, Resource
+from tests.builders import make_node, make_pod
+
+TTL = 30.0
+
+
+class Checked:
+    """A Cache whose every mutation is followed by ``check_invariants``."""
+
+    def __init__(self) -> None:
+        self.cache = Cache(assumed_ttl=TTL)
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self.cache, name)
+        if not callable(attr):
+            return attr
+
+        def checked(*args: object, **kw: object) -> object:
+            out = attr(*args, **kw)
+            self.cache.check_invariants()
+            return out
+
+        return checked
+
+
+@pytest.fixture
+def cache() -> Cache:
+    return Checked()  # type: ignore[return-value]
+
+
+def pod(name: str, node: str = "", cpu: str = "1") -> PodInfo:
+    b = make_pod(name).req(cpu=cpu, memory="1Gi")
+    if node:
+        b.node(node)
+    return b.info()
+
+
+def requested(cache: Cache, node: str) -> int:
+    ni = cache.get_node(node)
+    assert ni is not None
+    return ni.requested.milli_cpu
+
+
+def snapshot_view(snap: Snapshot) -> dict[str, tuple[object, ...]]:
+    """What a cycle can see: per node, its record, pods and sums."""
+    return {
+        name: (ni.node, dict(ni.pods), ni.requested, ni.non_zero_cpu, ni.used_ports)
+        for name, ni in snap.node_info_map.items()
+    }
+
+
+def fresh_snapshot(cache: Cache) -> Snapshot:
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    return snap
+
+
+# --------------------------------------------------------------------------- pod states
+
+
+def test_assume_counts_the_pod_at_once(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    assumed = cache.assume_pod(pod("p"), "n1")
+    assert assumed.node_name == "n1"
+    assert cache.is_assumed("default/p")
+    assert requested(cache, "n1") == 1000
+    assert cache.get_pod("default/p") == assumed
+    with pytest.raises(CacheError, match="already in the cache"):
+        cache.assume_pod(pod("p"), "n1")
+
+
+def test_forget_undoes_an_assume(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.assume_pod(pod("p"), "n1")
+    cache.forget_pod("default/p")
+    assert cache.get_pod("default/p") is None and requested(cache, "n1") == 0
+    cache.forget_pod("default/p")  # a second forget is a no-op
+
+
+def test_forget_leaves_a_confirmed_pod_alone(cache: Cache) -> None:
+    cache.add_pod(pod("p", "n1"))
+    cache.forget_pod("default/p")
+    assert cache.get_pod("default/p") is not None
+
+
+def test_expire_after_ttl_once_binding_finished(cache: Cache) -> None:
+    clock = FakeClock()
+    cache.add_node(make_node("n1").record())
+    cache.assume_pod(pod("p"), "n1")
+    clock.step(100)
+    assert cache.cleanup_assumed_pods(clock.now()) == []  # binding not finished: kept
+    cache.finish_binding("default/p", clock.now())
+    clock.step(TTL - 0.5)
+    assert cache.cleanup_assumed_pods(clock.now()) == []
+    clock.step(0.5)
+    (expired,) = cache.cleanup_assumed_pods(clock.now())
+    assert expired.key == "default/p"
+    assert cache.get_pod("default/p") is None and requested(cache, "n1") == 0
+
+
+def test_add_confirms_an_assumed_pod(cache: Cache) -> None:
+    clock = FakeClock()
+    cache.add_node(make_node("n1").record())
+    cache.assume_pod(pod("p"), "n1")
+    cache.finish_binding("default/p", clock.now())
+    cache.add_pod(pod("p", "n1"))
+    assert not cache.is_assumed("default/p")
+    clock.step(10 * TTL)
+    assert cache.cleanup_assumed_pods(clock.now()) == []  # confirmed pods never expire
+    assert requested(cache, "n1") == 1000
+
+
+def test_add_confirms_an_assumed_pod_on_a_different_node(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.add_node(make_node("n2").record())
+    cache.assume_pod(pod("p"), "n1")
+    cache.add_pod(pod("p", "n2"))
+    assert cache.get_pod("default/p").node_name == "n2"  # type: ignore[union-attr]
+    assert (requested(cache, "n1"), requested(cache, "n2")) == (0, 1000)
+
+
+def test_add_after_expiry_adds_the_pod_again(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.assume_pod(pod("p"), "n1")
+    cache.finish_binding("default/p", 0.0)
+    cache.cleanup_assumed_pods(TTL)
+    cache.add_pod(pod("p", "n1"))
+    assert requested(cache, "n1") == 1000 and not cache.is_assumed("default/p")
+
+
+def test_update_replaces_the_record(cache: Cache) -> None:
+    cache.add_pod(pod("p", "n1", cpu="1"))
+    cache.update_pod(pod("p", "n1", cpu="3"))
+    assert requested(cache, "n1") == 3000 and cache.pod_count() == 1
+
+
+def test_update_of_an_assumed_pod_confirms_it(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.assume_pod(pod("p"), "n1")
+    cache.update_pod(pod("p", "n1", cpu="2"))
+    assert not cache.is_assumed("default/p") and requested(cache, "n1") == 2000
+
+
+def test_update_of_an_unknown_pod_adds_it(cache: Cache) -> None:
+    cache.update_pod(pod("p", "n1"))
+    assert cache.get_pod("default/p") is not None
+
+
+def test_remove(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    p = pod("p", "n1")
+    cache.add_pod(p)
+    assert cache.remove_pod("default/p") == p
+    assert cache.remove_pod("default/p") is None
+    assert requested(cache, "n1") == 0 and cache.pod_count() == 0
+
+
+def test_only_bound_pods_are_added(cache: Cache) -> None:
+    with pytest.raises(CacheError, match="no node"):
+        cache.add_pod(pod("p"))
+
+
+def test_finish_binding_of_unknown_or_confirmed_pod_is_a_no_op(cache: Cache) -> None:
+    cache.finish_binding("default/nope", 0.0)
+    cache.add_pod(pod("p", "n1"))
+    cache.finish_binding("default/p", 0.0)
+    assert cache.cleanup_assumed_pods(10 * TTL) == []
+
+
+# --------------------------------------------------------------------------- nodes
+
+
+def test_pods_arriving_before_their_node_make_a_placeholder(cache: Cache) -> None:
+    cache.add_pod(pod("p", "n1"))
+    ni = cache.get_node("n1")
+    assert ni is not None and ni.node is None and requested(cache, "n1") == 1000
+    assert cache.node_names() == []
+    snap = fresh_snapshot(cache)
+    assert snap.num_nodes() == 0 and snap.get("n1") is None  # not schedulable
+
+    cache.add_node(make_node("n1").record())
+    assert cache.node_names() == ["n1"]
+    cache.update_snapshot(snap)
+    got = snap.get("n1")
+    assert got is not None and set(got.pods) == {"default/p"}
+    assert [ni.name for ni in snap.node_info_list] == ["n1"]
+
+
+def test_placeholder_goes_with_its_last_pod(cache: Cache) -> None:
+    cache.add_pod(pod("p", "n1"))
+    cache.remove_pod("default/p")
+    assert cache.get_node("n1") is None
+
+
+def test_node_removal_with_pods_keeps_a_placeholder(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.add_pod(pod("p", "n1"))
+    snap = fresh_snapshot(cache)
+    assert snap.num_nodes() == 1
+    cache.remove_node("n1")
+    ni = cache.get_node("n1")
+    assert ni is not None and ni.node is None and set(ni.pods) == {"default/p"}
+    cache.update_snapshot(snap)
+    assert snap.num_nodes() == 0 and snap.get("n1") is None
+    cache.remove_pod("default/p")
+    assert cache.get_node("n1") is None
+    cache.remove_node("n1")  # unknown node: a no-op
+
+
+def test_node_removal_without_pods(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.remove_node("n1")
+    assert cache.get_node("n1") is None and cache.node_names() == []
+
+
+def test_update_node(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.add_pod(pod("p", "n1"))
+    cache.update_node(make_node("n1").alloc(cpu="8", memory="8Gi", pods=10).record())
+    ni = cache.get_node("n1")
+    assert ni is not None and ni.allocatable.milli_cpu == 8000 and len(ni.pods) == 1
+
+
+# --------------------------------------------------------------------------- snapshots
+
+
+def test_update_snapshot_re_clones_only_changed_nodes(cache: Cache) -> None:
+    for n in ("n1", "n2", "n3"):
+        cache.add_node(make_node(n).record())
+    snap = fresh_snapshot(cache)
+    before = dict(snap.node_info_map)
+    live = cache.get_node("n2")
+    assert live is not None and before["n2"] is not live  # a clone, never the live NodeInfo
+
+    cache.add_pod(pod("p", "n2"))
+    cache.update_snapshot(snap)
+    assert snap.node_info_map["n1"] is before["n1"]
+    assert snap.node_info_map["n3"] is before["n3"]
+    assert snap.node_info_map["n2"] is not before["n2"]
+    assert set(snap.node_info_map["n2"].pods) == {"default/p"}
+    assert set(before["n2"].pods) == set()  # the old clone was not touched
+    # The ordered list holds the same objects as the map.
+    assert all(ni is snap.node_info_map[ni.name] for ni in snap.node_info_list)
+
+    unchanged = dict(snap.node_info_map)
+    cache.update_snapshot(snap)  # nothing changed: nothing re-cloned
+    assert all(snap.node_info_map[n] is unchanged[n] for n in unchanged)
+
+
+def test_update_snapshot_tracks_pods_with_affinity(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.add_node(make_node("n2").record())
+    snap = fresh_snapshot(cache)
+    assert snap.have_pods_with_affinity == []
+    anti = (
+        make_pod("a")
+        .node("n2")
+        .affinity(
+            {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"labelSelector": {"matchLabels": {"x": "y"}}, "topologyKey": "zone"}
+                    ]
+                }
+            }
+        )
+        .info()
+    )
+    cache.add_pod(anti)
+    cache.update_snapshot(snap)
+    assert [ni.name for ni in snap.have_pods_with_affinity] == ["n2"]
+    assert [ni.name for ni in snap.have_pods_with_required_anti_affinity] == ["n2"]
+    assert snap.have_pods_with_affinity[0] is snap.node_info_map["n2"]
+    cache.add_pod(pod("b", "n2"))  # same affinity flags: swapped in place
+    cache.update_snapshot(snap)
+    assert snap.have_pods_with_affinity[0] is snap.node_info_map["n2"]
+    assert set(snap.have_pods_with_affinity[0].pods) == {"default/a", "default/b"}
+    cache.remove_pod("default/a")
+    cache.update_snapshot(snap)
+    assert snap.have_pods_with_affinity == [] and snap.have_pods_with_required_anti_affinity == []
+
+
+def test_incremental_snapshot_equals_a_fresh_one_after_mixed_operations(cache: Cache) -> None:
+    clock = FakeClock()
+    snap = fresh_snapshot(cache)
+    steps = [
+        lambda: cache.add_node(make_node("n1").record()),
+        lambda: cache.add_pod(pod("a", "n2")),  # before its node
+        lambda: cache.add_node(make_node("n2").record()),
+        lambda: cache.assume_pod(pod("b"), "n1"),
+        lambda: cache.finish_binding("default/b", clock.now()),
+        lambda: cache.add_node(make_node("n3").record()),
+        lambda: cache.remove_node("n2"),  # with a pod: placeholder
+        lambda: cache.update_pod(pod("a", "n2", cpu="2")),
+        lambda: cache.cleanup_assumed_pods(clock.now() + TTL),
+        lambda: cache.add_node(make_node("n2").label("zone", "b").record()),
+        lambda: cache.remove_pod("default/a"),
+        lambda: cache.remove_node("n3"),
+        lambda: cache.update_node(make_node("n1").alloc(cpu="1", memory="1Gi", pods=5).record()),
+    ]
+    for step in steps:
+        step()
+        cache.update_snapshot(snap)
+        fresh = fresh_snapshot(cache)
+        assert snapshot_view(snap) == snapshot_view(fresh)
+        assert sorted(ni.name for ni in snap.node_info_list) == sorted(cache.node_names())
+        assert all(ni is snap.node_info_map[ni.name] for ni in snap.node_info_list)
+        assert snap.generation == fresh.generation
+
+
+def test_two_snapshots_from_one_cache(cache: Cache) -> None:
+    """Each snapshot decides for itself whether its lists need a rebuild."""
+    a, b = Snapshot(), Snapshot()
+    cache.add_node(make_node("n1").record())
+    cache.update_snapshot(a)
+    cache.update_snapshot(b)
+    cache.add_node(make_node("n2").record())
+    cache.add_pod(pod("p", "n3"))
+    cache.update_snapshot(a)
+    cache.update_snapshot(b)
+    cache.remove_node("n1")
+    cache.add_node(make_node("n3").record())
+    cache.update_snapshot(a)
+    cache.update_snapshot(b)
+    for snap in (a, b):
+        assert sorted(ni.name for ni in snap.node_info_list) == ["n2", "n3"]
+        assert all(ni.node is not None for ni in snap.node_info_list)
+
+
+def test_snapshot_from_node_infos_leaves_out_placeholders() -> None:
+    real = make_node("n1").info()
+    snap = Snapshot.from_node_infos([real, NodeInfo()])
+    assert snap.node_info_list == [real] and snap.num_nodes() == 1
+    assert snap.get("n1") is real and snap.get("") is None
+
+
+def test_check_invariants_catches_a_drifting_node_sum(cache: Cache) -> None:
+    cache.add_pod(pod("p", "n1"))
+    ni = cache.cache.get_node("n1")  # type: ignore[attr-defined]
+    assert ni is not None
+    ni.requested = Resource(milli_cpu=1)
+    with pytest.raises(AssertionError):
+        cache.cache.check_invariants()  # type: ignore[attr-defined]

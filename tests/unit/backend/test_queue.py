@@ -1,0 +1,563 @@
+"""PriorityQueue and Nominator: ordering, exact backoff on a FakeClock, flushes, precise moves
+through the real plugins' queueing hints, in-flight events, updates, deletes.
+``check_invariants`` runs after every mutation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from scheduler.backend.queue import (
+    ACTIVE_Q,
+    BACKOFF_Q,
+    UNSCHEDULABLE_Q,
+    Nominator,
+    PriorityQueue,
+    QueuedPodInfo,
+)
+from scheduler.clock import FakeClock
+from scheduler.framework.interface import ClusterEvent, EventRegistration
+from scheduler.framework.plugins import names
+from scheduler.framework.plugins.nodeaffinity import NodeAffinity
+from scheduler.framework.plugins.nodename import NodeName
+from scheduler.framework.plugins.nodeports import NodePorts
+from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.framework.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.framework.plugins.tainttoleration import TaintToleration
+from scheduler.types import PodInfo
+from tests.builders import make_node, make_pod
+
+IN_FLIGHT = "in_flight"
+PLUGINS: list[Any] = [
+    NodeResourcesFit(),
+    NodeAffinity(),
+    TaintToleration(),
+    NodeUnschedulable(),
+    NodePorts(),
+    NodeName(),
+]
+HINTS: dict[str, list[EventRegistration]] = {p.name: list(p.events_to_register()) for p in PLUGINS}
+
+NODE_ADD = ClusterEvent("Node", "Add")
+NODE_UPDATE = ClusterEvent("Node", "Update")
+ASSIGNED_POD_DELETE = ClusterEvent("AssignedPod", "Delete")
+
+
+class Checked:
+    """A PriorityQueue whose every call is followed by ``check_invariants``."""
+
+    def __init__(self, q: PriorityQueue) -> None:
+        self.q = q
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.q, name)
+        if not callable(attr):
+            return attr
+
+        def checked(*args: Any, **kw: Any) -> Any:
+            out = attr(*args, **kw)
+            self.q.check_invariants()
+            return out
+
+        return checked
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def q(clock: FakeClock) -> PriorityQueue:
+    return Checked(PriorityQueue(clock, hints=HINTS))  # type: ignore[return-value]
+
+
+def pod(name: str, prio: int = 0, **req: str) -> PodInfo:
+    return make_pod(name).req(**(req or {"cpu": "1"})).priority(prio).info()
+
+
+def keys(pods: Iterable[PodInfo]) -> list[str]:
+    return [p.key for p in pods]
+
+
+def fail(q: PriorityQueue, qpi: QueuedPodInfo, *plugins: str) -> None:
+    """The cycle of ``qpi`` ended: rejected by ``plugins``, or an error when none."""
+    qpi.unschedulable_plugins = set(plugins)
+    qpi.errored = not plugins
+    q.add_unschedulable_if_not_present(qpi)
+
+
+def pop(q: PriorityQueue, key: str) -> QueuedPodInfo:
+    qpi = q.pop()
+    assert qpi is not None and qpi.pod.key == key
+    return qpi
+
+
+def park(q: PriorityQueue, p: PodInfo, *plugins: str) -> QueuedPodInfo:
+    """Add ``p``, pop it and reject it by ``plugins``: it waits in the unschedulable map."""
+    q.add(p)
+    qpi = pop(q, p.key)
+    fail(q, qpi, *plugins)
+    assert q.where(p.key) == UNSCHEDULABLE_Q
+    return qpi
+
+
+# --------------------------------------------------------------------------- activeQ order
+
+
+def test_active_order_priority_then_timestamp_then_insertion(
+    q: PriorityQueue, clock: FakeClock
+) -> None:
+    q.add(pod("low", 1))
+    clock.step(1)
+    q.add(pod("high-late", 10))
+    q.add(pod("mid-a", 5), timestamp=clock.now())
+    q.add(pod("mid-b", 5), timestamp=clock.now())
+    q.add(pod("mid-early", 5), timestamp=clock.now() - 5)
+    q.add(pod("high-early", 10), timestamp=0.0)
+    assert keys(q.pending_pods()[ACTIVE_Q]) == [
+        "default/high-early",
+        "default/high-late",
+        "default/mid-early",
+        "default/mid-a",
+        "default/mid-b",
+        "default/low",
+    ]
+    popped = [q.pop() for _ in range(6)]
+    assert [p.pod.name for p in popped if p] == [
+        "high-early",
+        "high-late",
+        "mid-early",
+        "mid-a",
+        "mid-b",
+        "low",
+    ]
+
+
+def test_pop_empty_returns_none(q: PriorityQueue) -> None:
+    assert q.pop() is None
+    q.add(pod("p"))
+    q.close()
+    assert q.pop() is None  # a closed queue hands out nothing
+
+
+def test_pop_marks_the_pod_in_flight(q: PriorityQueue, clock: FakeClock) -> None:
+    q.add(pod("p"))
+    qpi = pop(q, "default/p")
+    assert (q.where("default/p"), qpi.attempts, qpi.initial_attempt_timestamp) == (
+        IN_FLIGHT,
+        1,
+        clock.now(),
+    )
+    assert q.counts() == {ACTIVE_Q: 0, BACKOFF_Q: 0, UNSCHEDULABLE_Q: 0, IN_FLIGHT: 1}
+    q.done("default/p")
+    assert not q.contains("default/p") and len(q) == 0
+
+
+def test_add_of_a_known_pod_is_an_update(q: PriorityQueue) -> None:
+    q.add(pod("p", 1))
+    q.add(pod("p", 2))
+    assert len(q) == 1 and q.get("default/p").pod.priority == 2  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------- backoff
+
+
+@pytest.mark.parametrize(
+    ("attempts", "seconds"),
+    [
+        pytest.param(1, 1.0, id="first failure 1s"),
+        pytest.param(2, 2.0, id="second 2s"),
+        pytest.param(3, 4.0, id="third 4s"),
+        pytest.param(4, 8.0, id="fourth 8s"),
+        pytest.param(5, 10.0, id="fifth capped at 10s"),
+        pytest.param(6, 10.0, id="sixth stays at 10s"),
+        pytest.param(60, 10.0, id="many stay at 10s"),
+    ],
+)
+def test_backoff_duration(q: PriorityQueue, attempts: int, seconds: float) -> None:
+    assert q.backoff_duration(attempts) == seconds
+
+
+def test_backoff_is_exact_on_a_fake_clock(q: PriorityQueue, clock: FakeClock) -> None:
+    q.add(pod("p"))
+    waited = []
+    for _ in range(6):
+        qpi = pop(q, "default/p")
+        fail(q, qpi)  # an error: straight to backoffQ
+        assert q.where("default/p") == BACKOFF_Q
+        expiry = q.next_backoff_expiry()
+        assert expiry is not None
+        waited.append(expiry - clock.now())
+        clock.step(expiry - clock.now() - 0.001)
+        assert q.flush_backoff_completed() == 0 and q.where("default/p") == BACKOFF_Q
+        clock.step(0.001)
+        assert q.flush_backoff_completed() == 1 and q.where("default/p") == ACTIVE_Q
+    assert waited == pytest.approx([1, 2, 4, 8, 10, 10])
+
+
+def test_configured_backoff(clock: FakeClock) -> None:
+    q = PriorityQueue(clock, initial_backoff=3, max_backoff=20)
+    assert [q.backoff_duration(a) for a in range(1, 6)] == [3, 6, 12, 20, 20]
+    with pytest.raises(ValueError, match="backoff"):
+        PriorityQueue(clock, initial_backoff=5, max_backoff=2)
+
+
+def test_errored_pods_go_to_backoff(q: PriorityQueue) -> None:
+    q.add(pod("p"))
+    fail(q, pop(q, "default/p"))
+    assert q.where("default/p") == BACKOFF_Q
+
+
+def test_backoff_flush_order_and_count(q: PriorityQueue, clock: FakeClock) -> None:
+    for name in ("a", "b"):
+        q.add(pod(name))
+    fail(q, pop(q, "default/a"))
+    clock.step(0.5)
+    fail(q, pop(q, "default/b"))
+    clock.step(0.5)
+    assert q.flush_backoff_completed() == 1  # a's second is up, b's is not
+    assert keys(q.pending_pods()[ACTIVE_Q]) == ["default/a"]
+    clock.step(0.5)
+    assert q.flush_backoff_completed() == 1 and q.next_backoff_expiry() is None
+
+
+# --------------------------------------------------------------------------- unschedulable
+
+
+def test_rejected_pod_waits_in_unschedulable(q: PriorityQueue) -> None:
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    assert keys(q.pending_pods()[UNSCHEDULABLE_Q]) == ["default/p"]
+
+
+def test_flush_unschedulable_left_over_after_300s(q: PriorityQueue, clock: FakeClock) -> None:
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    clock.step(299.999)
+    assert q.flush_unschedulable_left_over() == 0
+    clock.step(0.001)
+    assert q.flush_unschedulable_left_over() == 1
+    assert q.where("default/p") == ACTIVE_Q  # its 1s backoff is long over
+
+
+def test_flush_left_over_respects_backoff(clock: FakeClock) -> None:
+    q = PriorityQueue(clock, max_unschedulable_duration=0.5, hints=HINTS)
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    clock.step(0.5)
+    assert q.flush_unschedulable_left_over() == 1
+    assert q.where("default/p") == BACKOFF_Q  # still inside its 1s backoff
+    clock.step(0.5)
+    assert q.flush_backoff_completed() == 1
+
+
+# --------------------------------------------------------------------------- precise moves
+
+
+def test_fit_rejected_pod_moves_on_assigned_pod_delete(
+    q: PriorityQueue, clock: FakeClock
+) -> None:
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    clock.step(5)
+    gone = make_pod("other").req(cpu="2").node("n1").info()
+    assert q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, gone, None) == 1
+    assert q.where("default/p") == ACTIVE_Q
+
+
+def test_fit_rejected_pod_ignores_node_update_with_same_allocatable(q: PriorityQueue) -> None:
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    old = make_node("n1").record()
+    new = make_node("n1").label("team", "a").record()
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, old, new) == 0
+    assert q.where("default/p") == UNSCHEDULABLE_Q
+    bigger = make_node("n1").alloc(cpu="64", memory="32Gi", pods=110).record()
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, old, bigger) == 1
+
+
+def test_fit_rejected_pod_ignores_a_node_too_small_for_it(q: PriorityQueue) -> None:
+    park(q, pod("p", cpu="8"), names.NODE_RESOURCES_FIT)
+    small = make_node("n9").alloc(cpu="4", memory="8Gi", pods=110).record()
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, small) == 0
+    big = make_node("n9").alloc(cpu="16", memory="8Gi", pods=110).record()
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, big) == 1
+
+
+def test_node_affinity_rejected_pod_moves_only_for_a_matching_node(q: PriorityQueue) -> None:
+    p = make_pod("p").node_selector(disk="ssd").info()
+    park(q, p, names.NODE_AFFINITY)
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n1").record()) == 0
+    hdd = make_node("n2").label("disk", "hdd").record()
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, hdd) == 0
+    assert q.where("default/p") == UNSCHEDULABLE_Q
+    ssd = make_node("n3").label("disk", "ssd").record()
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, ssd) == 1
+    assert q.where("default/p") == BACKOFF_Q  # moved within its backoff window
+
+
+def test_node_affinity_update_that_keeps_matching_does_not_move(q: PriorityQueue) -> None:
+    p = make_pod("p").node_selector(disk="ssd").info()
+    park(q, p, names.NODE_AFFINITY)
+    ssd = make_node("n1").label("disk", "ssd").record()
+    ssd2 = make_node("n1").label("disk", "ssd").label("x", "y").record()
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, ssd, ssd2) == 0
+    hdd = make_node("n1").label("disk", "hdd").record()
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, hdd, ssd) == 1
+
+
+def test_taint_rejected_pod_moves_when_the_taint_goes(q: PriorityQueue) -> None:
+    park(q, pod("p"), names.TAINT_TOLERATION)
+    tainted = make_node("n1").taint("dedicated", "gpu").record()
+    clean = make_node("n1").record()
+    clean_relabeled = make_node("n1").label("x", "y").record()
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, clean, clean_relabeled) == 0
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, tainted) == 0
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, tainted, clean) == 1
+
+
+def test_unschedulable_node_rejected_pod_moves_when_cordon_lifts(q: PriorityQueue) -> None:
+    park(q, pod("p"), names.NODE_UNSCHEDULABLE)
+    cordoned = make_node("n1").unschedulable().record()
+    open_ = make_node("n1").record()
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, open_, open_) == 0
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, cordoned) == 0
+    assert q.move_all_to_active_or_backoff(NODE_UPDATE, cordoned, open_) == 1
+
+
+def test_ports_rejected_pod_moves_when_a_pod_with_its_port_goes(q: PriorityQueue) -> None:
+    park(q, make_pod("p").host_port(8080).info(), names.NODE_PORTS)
+    other = make_pod("o").host_port(9090).node("n1").info()
+    assert q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, other, None) == 0
+    same = make_pod("s").host_port(8080).node("n1").info()
+    assert q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, same, None) == 1
+
+
+def test_events_without_a_hint_for_the_rejecting_plugin_do_not_move(q: PriorityQueue) -> None:
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    pdb_event = ClusterEvent("PodDisruptionBudget", "Add")
+    assert q.move_all_to_active_or_backoff(pdb_event) == 0
+
+
+def test_pod_with_no_rejecting_plugin_moves_on_any_event(
+    q: PriorityQueue, clock: FakeClock
+) -> None:
+    q.add(pod("p"))
+    qpi = pop(q, "default/p")
+    qpi.unschedulable_plugins = {names.NODE_RESOURCES_FIT}
+    q.add_unschedulable_if_not_present(qpi)
+    qpi.unschedulable_plugins = set()  # e.g. plugins cleared by an older scheduler version
+    clock.step(2)
+    assert q.move_all_to_active_or_backoff(ClusterEvent("PriorityClass", "Add")) == 1
+
+
+# --------------------------------------------------------------------------- in flight
+
+
+def test_event_while_in_flight_sends_the_failed_pod_to_backoff(q: PriorityQueue) -> None:
+    p = make_pod("p").node_selector(disk="ssd").info()
+    q.add(p)
+    qpi = pop(q, "default/p")
+    ssd = make_node("n3").label("disk", "ssd").record()
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, ssd) == 0
+    fail(q, qpi, names.NODE_AFFINITY)
+    assert q.where("default/p") == BACKOFF_Q
+
+
+def test_unrelated_event_while_in_flight_does_not_help(q: PriorityQueue) -> None:
+    p = make_pod("p").node_selector(disk="ssd").info()
+    q.add(p)
+    qpi = pop(q, "default/p")
+    q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n1").record())
+    fail(q, qpi, names.NODE_AFFINITY)
+    assert q.where("default/p") == UNSCHEDULABLE_Q
+
+
+def test_event_before_the_pop_does_not_count(q: PriorityQueue) -> None:
+    q.add(pod("other"))
+    other = pop(q, "default/other")  # keeps events recorded
+    p = make_pod("p").node_selector(disk="ssd").info()
+    q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n3").label("disk", "ssd").record())
+    q.add(p)
+    qpi = pop(q, "default/p")
+    fail(q, qpi, names.NODE_AFFINITY)
+    assert q.where("default/p") == UNSCHEDULABLE_Q
+    q.done(other.pod.key)
+
+
+def test_update_of_the_pod_while_in_flight_sends_it_to_backoff(q: PriorityQueue) -> None:
+    q.add(pod("p"))
+    qpi = pop(q, "default/p")
+    q.update(make_pod("p").req(cpu="1").toleration("dedicated", "gpu", "NoSchedule").info())
+    assert q.where("default/p") == IN_FLIGHT
+    fail(q, qpi, names.TAINT_TOLERATION)
+    assert q.where("default/p") == BACKOFF_Q
+    assert q.get("default/p").pod.tolerations  # type: ignore[union-attr]
+
+
+def test_status_only_update_while_in_flight_does_not_help(q: PriorityQueue) -> None:
+    q.add(pod("p"))
+    qpi = pop(q, "default/p")
+    q.update(make_pod("p").req(cpu="1").phase("Pending").info())
+    fail(q, qpi, names.TAINT_TOLERATION)
+    assert q.where("default/p") == UNSCHEDULABLE_Q
+
+
+def test_delete_while_in_flight_drops_the_pod_for_good(q: PriorityQueue) -> None:
+    q.add(pod("p"))
+    qpi = pop(q, "default/p")
+    assert q.delete("default/p")
+    fail(q, qpi, names.NODE_RESOURCES_FIT)
+    assert not q.contains("default/p") and len(q) == 0
+
+
+# --------------------------------------------------------------------------- updates
+
+
+def test_priority_update_reorders_active(q: PriorityQueue) -> None:
+    q.add(pod("a", 5))
+    q.add(pod("b", 1))
+    q.update(pod("b", 9))
+    assert keys(q.pending_pods()[ACTIVE_Q]) == ["default/b", "default/a"]
+    assert q.pop().pod.priority == 9  # type: ignore[union-attr]
+
+
+def test_update_in_backoff_stays_in_backoff(q: PriorityQueue) -> None:
+    q.add(pod("p"))
+    fail(q, pop(q, "default/p"))
+    q.update(pod("p", 3))
+    assert q.where("default/p") == BACKOFF_Q and q.get("default/p").pod.priority == 3  # type: ignore[union-attr]
+
+
+def test_spec_update_retries_an_unschedulable_pod(q: PriorityQueue, clock: FakeClock) -> None:
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    q.update(make_pod("p").req(cpu="1").label("new", "label").info())
+    assert q.where("default/p") == BACKOFF_Q
+    park(q, pod("r"), names.NODE_RESOURCES_FIT)
+    clock.step(5)
+    q.update(make_pod("r").req(cpu="500m").info())
+    assert q.where("default/r") == ACTIVE_Q
+
+
+def test_status_update_leaves_an_unschedulable_pod_alone(q: PriorityQueue) -> None:
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    q.update(make_pod("p").req(cpu="1").created(50).info())
+    assert q.where("default/p") == UNSCHEDULABLE_Q
+
+
+def test_update_of_an_unknown_pod_adds_it(q: PriorityQueue) -> None:
+    q.update(pod("p"))
+    assert q.where("default/p") == ACTIVE_Q
+
+
+# --------------------------------------------------------------------------- deletes
+
+
+@pytest.mark.parametrize("where", [ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q, IN_FLIGHT])
+def test_delete_from_every_structure(q: PriorityQueue, where: str) -> None:
+    q.add(make_pod("p").req(cpu="1").nominated("n1").info())
+    if where != ACTIVE_Q:
+        qpi = pop(q, "default/p")
+        if where == BACKOFF_Q:
+            fail(q, qpi)
+        elif where == UNSCHEDULABLE_Q:
+            fail(q, qpi, names.NODE_RESOURCES_FIT)
+    assert q.where("default/p") == where
+    assert q.nominator.nominated_node("default/p") == "n1"
+    assert q.delete("default/p")
+    assert not q.contains("default/p") and q.get("default/p") is None
+    assert q.nominator.nominated_node("default/p") is None
+    assert q.nominator.nominated_pods_for_node("n1") == []
+    assert not q.delete("default/p")
+
+
+# --------------------------------------------------------------------------- callbacks
+
+
+def test_on_ready_fires_when_a_pod_becomes_ready(clock: FakeClock) -> None:
+    calls: list[int] = []
+    q = PriorityQueue(clock, hints=HINTS, on_ready=lambda: calls.append(1))
+    q.add(pod("p"))
+    assert len(calls) == 1
+    qpi = q.pop()
+    assert qpi is not None
+    fail(q, qpi)  # to backoffQ: not ready yet
+    assert len(calls) == 1
+    clock.step(1)
+    q.flush_backoff_completed()
+    assert len(calls) == 2
+    q.close()
+    assert len(calls) == 3
+
+
+def test_on_incoming_reports_queue_and_event(clock: FakeClock) -> None:
+    seen: list[tuple[str, str]] = []
+    q = PriorityQueue(clock, hints=HINTS, on_incoming=lambda queue, ev: seen.append((queue, ev)))
+    park(q, pod("p"), names.NODE_RESOURCES_FIT)
+    clock.step(5)
+    q.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod("x"), None)
+    assert seen == [
+        (ACTIVE_Q, "PodAdd"),
+        (UNSCHEDULABLE_Q, "ScheduleAttemptFailure"),
+        (ACTIVE_Q, "AssignedPodDelete"),
+    ]
+
+
+def test_activate_moves_waiting_pods_to_active(q: PriorityQueue) -> None:
+    park(q, pod("u"), names.NODE_RESOURCES_FIT)
+    q.add(pod("b"))
+    fail(q, pop(q, "default/b"))
+    q.activate(["default/u", "default/b", "default/unknown"])
+    assert {q.where("default/u"), q.where("default/b")} == {ACTIVE_Q}
+
+
+# --------------------------------------------------------------------------- nominator
+
+
+def test_nominator_keeps_a_pod_on_one_node() -> None:
+    nom = Nominator()
+    p = pod("p", 5)
+    nom.add_nominated_pod(p, "n1")
+    nom.add_nominated_pod(p, "n2")
+    nom.check_invariants()
+    assert nom.nominated_pods_for_node("n1") == []
+    assert keys(nom.nominated_pods_for_node("n2")) == ["default/p"]
+    assert nom.nominated_node("default/p") == "n2" and len(nom) == 1
+    nom.add_nominated_pod(p, "")  # an empty node clears the nomination
+    nom.check_invariants()
+    assert len(nom) == 0 and nom.delete_nominated_pod_if_exists("default/p") is None
+
+
+def test_nominator_update_follows_upstream() -> None:
+    nom = Nominator()
+    plain = make_pod("p").info()
+    nom.add_nominated_pod(plain, "n1")  # in memory only (the API has no nomination yet)
+    relabeled = make_pod("p").label("a", "b").info()
+    nom.update_nominated_pod(plain, relabeled)
+    nom.check_invariants()
+    assert nom.nominated_pods_for_node("n1") == [relabeled]  # kept, with the fresh record
+
+    on_n2 = make_pod("p").nominated("n2").info()
+    nom.update_nominated_pod(relabeled, on_n2)  # the API names a node: it wins
+    nom.check_invariants()
+    assert nom.nominated_node("default/p") == "n2"
+
+    cleared = make_pod("p").info()
+    nom.update_nominated_pod(on_n2, cleared)  # the API cleared it
+    nom.check_invariants()
+    assert nom.nominated_node("default/p") is None
+
+    bound = make_pod("p").nominated("n1").node("n1").info()
+    nom.update_nominated_pod(cleared, bound)  # a bound pod is never nominated
+    assert len(nom) == 0
+
+
+def test_queue_follows_nominations(q: PriorityQueue) -> None:
+    q.add(make_pod("p").nominated("n1").info())
+    assert q.nominator.nominated_node("default/p") == "n1"
+    q.update(make_pod("p").nominated("n2").info())
+    assert q.nominator.nominated_node("default/p") == "n2"
+    assert q.nominator.nominated_pods_for_node("n1") == []
+    q.update(make_pod("p").info())
+    assert q.nominator.nominated_node("default/p") is None

@@ -1,0 +1,397 @@
+"""Configuration: defaults, plugin sets and weights, plugin args, and errors that name the
+field path and the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scheduler.config import (
+    ALL_PLUGINS,
+    DEFAULT_SCORE_WEIGHTS,
+    ConfigError,
+    DefaultPreemptionArgs,
+    LeaderElectionConfig,
+    NodeResourcesFitArgs,
+    SchedulerConfig,
+    load_config,
+    parse_config,
+)
+from scheduler.config import FILTER_PLUGINS, POST_FILTER_PLUGINS, SCORE_PLUGINS  # noqa: I001
+
+API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+
+
+def _profile(**kw: Any) -> dict[str, Any]:
+    return {**API, "profiles": [kw]}
+
+
+def _plugins(**points: Any) -> dict[str, Any]:
+    return _profile(plugins=points)
+
+
+def _args(name: str, args: Any) -> dict[str, Any]:
+    return _profile(pluginConfig=[{"name": name, "args": args}])
+
+
+def test_defaults() -> None:
+    cfg = parse_config({})
+    assert cfg == SchedulerConfig()
+    assert cfg == load_config(None)
+    assert cfg.scheduler_name == "py-scheduler"
+    assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (1.0, 10.0)
+    assert cfg.pod_max_in_unschedulable_seconds == 300.0
+    assert cfg.percentage_of_nodes_to_score == 0
+    assert cfg.filters == FILTER_PLUGINS and cfg.scores == SCORE_PLUGINS
+    assert cfg.post_filters == POST_FILTER_PLUGINS and cfg.preemption_enabled
+    assert dict(cfg.score_weights) == DEFAULT_SCORE_WEIGHTS
+    # Upstream's default weights (default_plugins.go).
+    assert DEFAULT_SCORE_WEIGHTS["TaintToleration"] == 3
+    assert DEFAULT_SCORE_WEIGHTS["NodeAffinity"] == 2
+    assert DEFAULT_SCORE_WEIGHTS["PodTopologySpread"] == 2
+    assert DEFAULT_SCORE_WEIGHTS["InterPodAffinity"] == 2
+    assert cfg.preemption == DefaultPreemptionArgs(10, 100, ())
+    assert cfg.fit == NodeResourcesFitArgs()
+    assert cfg.leader_election == LeaderElectionConfig()
+    assert (cfg.qps, cfg.burst) == (50.0, 100)
+
+
+def test_top_level_fields() -> None:
+    cfg = parse_config(
+        {
+            **API,
+            "percentageOfNodesToScore": 50,
+            "podInitialBackoffSeconds": 2,
+            "podMaxBackoffSeconds": 20,
+            "parallelism": 16,
+            "asyncPreemption": False,
+            "httpBindAddress": "0.0.0.0",  # noqa: S104 (a config value)
+            "httpPort": 8080,
+            "clientConnection": {"qps": 20, "burst": 40, "kubeconfig": "/x"},
+        }
+    )
+    assert cfg.percentage_of_nodes_to_score == 50
+    assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (2.0, 20.0)
+    assert cfg.async_preemption is False
+    assert (cfg.http_bind_address, cfg.http_port) == ("0.0.0.0", 8080)  # noqa: S104
+    assert (cfg.qps, cfg.burst) == (20.0, 40)
+
+
+@pytest.mark.parametrize(
+    ("plugins", "filters", "scores", "post_filters", "weights"),
+    [
+        pytest.param(
+            {"filter": {"disabled": [{"name": "NodePorts"}]}},
+            tuple(p for p in FILTER_PLUGINS if p != "NodePorts"),
+            SCORE_PLUGINS,
+            POST_FILTER_PLUGINS,
+            {},
+            id="disable one filter",
+        ),
+        pytest.param(
+            {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit", "weight": 5}]}},
+            FILTER_PLUGINS,
+            ("NodeResourcesFit",),
+            POST_FILTER_PLUGINS,
+            {"NodeResourcesFit": 5},
+            id="disable all scores, enable one with a weight",
+        ),
+        pytest.param(
+            {"score": {"enabled": [{"name": "ImageLocality", "weight": 7}]}},
+            FILTER_PLUGINS,
+            SCORE_PLUGINS,
+            POST_FILTER_PLUGINS,
+            {"ImageLocality": 7},
+            id="re-enabling a default plugin changes its weight only",
+        ),
+        pytest.param(
+            {"multiPoint": {"disabled": [{"name": "TaintToleration"}]}},
+            tuple(p for p in FILTER_PLUGINS if p != "TaintToleration"),
+            tuple(p for p in SCORE_PLUGINS if p != "TaintToleration"),
+            POST_FILTER_PLUGINS,
+            {},
+            id="multiPoint disable removes the plugin everywhere",
+        ),
+        pytest.param(
+            {
+                "multiPoint": {
+                    "disabled": [{"name": "*"}],
+                    "enabled": [{"name": "NodeResourcesFit", "weight": 3}, {"name": "DefaultPreemption"}],
+                }
+            },
+            ("NodeResourcesFit",),
+            ("NodeResourcesFit",),
+            ("DefaultPreemption",),
+            {"NodeResourcesFit": 3},
+            id="multiPoint from scratch",
+        ),
+        pytest.param(
+            {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}},
+            FILTER_PLUGINS,
+            SCORE_PLUGINS,
+            (),
+            {},
+            id="disable preemption through postFilter",
+        ),
+        pytest.param(
+            {
+                "queueSort": {"enabled": [{"name": "PrioritySort"}]},
+                "bind": {"enabled": [{"name": "DefaultBinder"}]},
+            },
+            FILTER_PLUGINS,
+            SCORE_PLUGINS,
+            POST_FILTER_PLUGINS,
+            {},
+            id="upstream's no-op plugins are accepted",
+        ),
+    ],
+)
+def test_plugin_sets(
+    plugins: dict[str, Any],
+    filters: tuple[str, ...],
+    scores: tuple[str, ...],
+    post_filters: tuple[str, ...],
+    weights: dict[str, int],
+) -> None:
+    cfg = parse_config(_plugins(**plugins))
+    assert (cfg.filters, cfg.scores, cfg.post_filters) == (filters, scores, post_filters)
+    assert dict(cfg.score_weights) == {**DEFAULT_SCORE_WEIGHTS, **weights}
+
+
+def test_disable_preemption_shorthand() -> None:
+    cfg = parse_config({**API, "disablePreemption": True})
+    assert cfg.post_filters == () and not cfg.preemption_enabled
+    assert parse_config({**API, "disablePreemption": False}).preemption_enabled
+
+
+def test_scheduler_name() -> None:
+    assert parse_config(_profile(schedulerName="other")).scheduler_name == "other"
+
+
+def test_default_preemption_args() -> None:
+    cfg = parse_config(
+        _args(
+            "DefaultPreemption",
+            {
+                "minCandidateNodesPercentage": 20,
+                "minCandidateNodesAbsolute": 5,
+                "victimSchedulerNames": ["py-scheduler", "default-scheduler"],
+            },
+        )
+    )
+    assert cfg.preemption == DefaultPreemptionArgs(20, 5, ("py-scheduler", "default-scheduler"))
+
+
+def test_node_resources_fit_args() -> None:
+    cfg = parse_config(
+        _args(
+            "NodeResourcesFit",
+            {
+                "scoringStrategy": {
+                    "type": "RequestedToCapacityRatio",
+                    "resources": [{"name": "cpu", "weight": 2}, {"name": "nvidia.com/gpu"}],
+                    "requestedToCapacityRatio": {
+                        "shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]
+                    },
+                },
+                "ignoredResources": ["example.com/foo"],
+            },
+        )
+    )
+    assert cfg.fit == NodeResourcesFitArgs(
+        strategy="RequestedToCapacityRatio",
+        resources=(("cpu", 2), ("nvidia.com/gpu", 1)),
+        shape=((0, 0), (100, 10)),
+        ignored_resources=("example.com/foo",),
+    )
+    most = parse_config(_args("NodeResourcesFit", {"scoringStrategy": {"type": "MostAllocated"}}))
+    assert most.fit == NodeResourcesFitArgs(strategy="MostAllocated")
+
+
+@pytest.mark.parametrize(
+    ("le", "want"),
+    [
+        pytest.param({}, LeaderElectionConfig(), id="defaults"),
+        pytest.param(
+            {"leaseDuration": "1m", "renewDeadline": "45s", "retryPeriod": "5s"},
+            LeaderElectionConfig(lease_duration=60.0, renew_deadline=45.0, retry_period=5.0),
+            id="minutes and seconds",
+        ),
+        pytest.param(
+            {"leaseDuration": "1m30s", "renewDeadline": "1m", "retryPeriod": "500ms"},
+            LeaderElectionConfig(lease_duration=90.0, renew_deadline=60.0, retry_period=0.5),
+            id="compound and milliseconds",
+        ),
+        pytest.param(
+            {"leaderElect": False, "resourceName": "x", "resourceNamespace": "y", "resourceLock": "leases"},
+            LeaderElectionConfig(leader_elect=False, resource_name="x", resource_namespace="y"),
+            id="names",
+        ),
+    ],
+)
+def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None:
+    assert parse_config({**API, "leaderElection": le}).leader_election == want
+
+
+@pytest.mark.parametrize(
+    ("raw", "field_path"),
+    [
+        pytest.param({**API, "bogus": 1}, "bogus", id="unknown top-level field"),
+        pytest.param({**API, "leaderElection": {"leaseDuraton": "1s"}}, "leaderElection.leaseDuraton", id="typo"),
+        pytest.param(
+            _plugins(filter={"enabled": [{"name": "Nope"}]}),
+            "profiles[0].plugins.filter.enabled[0].name",
+            id="unknown plugin",
+        ),
+        pytest.param(
+            _plugins(score={"enabled": [{"name": "NodeAffinity", "weight": 0}]}),
+            "profiles[0].plugins.score.enabled[0].weight",
+            id="weight out of range",
+        ),
+        pytest.param(
+            _plugins(score={"enabled": [{"name": "NodeAffinity", "wieght": 2}]}),
+            "profiles[0].plugins.score.enabled[0].wieght",
+            id="unknown field in a plugin entry",
+        ),
+        pytest.param(
+            _profile(pluginConfig=[{"name": "NodeAffinity", "args": {}}]),
+            "profiles[0].pluginConfig[0].name",
+            id="args for a plugin without supported args",
+        ),
+        pytest.param(
+            _args("DefaultPreemption", {"minCandidateNodesPercentage": 101}),
+            "profiles[0].pluginConfig[0].args.minCandidateNodesPercentage",
+            id="percentage out of range",
+        ),
+        pytest.param(
+            _args("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}),
+            "profiles[0].pluginConfig[0].args",
+            id="both candidate minimums zero",
+        ),
+        pytest.param(
+            _args("DefaultPreemption", {"victimSchedulerNames": "py-scheduler"}),
+            "profiles[0].pluginConfig[0].args.victimSchedulerNames",
+            id="victimSchedulerNames not a list",
+        ),
+        pytest.param(
+            _args("NodeResourcesFit", {"scoringStrategy": {"type": "Random"}}),
+            "profiles[0].pluginConfig[0].args.scoringStrategy.type",
+            id="unknown scoring strategy",
+        ),
+        pytest.param(
+            _args("NodeResourcesFit", {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}}),
+            "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight",
+            id="resource weight out of range",
+        ),
+        pytest.param(
+            _args(
+                "NodeResourcesFit",
+                {
+                    "scoringStrategy": {
+                        "type": "RequestedToCapacityRatio",
+                        "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 11}]},
+                    }
+                },
+            ),
+            "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[0].score",
+            id="shape score out of range",
+        ),
+        pytest.param(
+            _args(
+                "NodeResourcesFit",
+                {
+                    "scoringStrategy": {
+                        "type": "RequestedToCapacityRatio",
+                        "requestedToCapacityRatio": {
+                            "shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]
+                        },
+                    }
+                },
+            ),
+            "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[1].utilization",
+            id="shape utilization not increasing",
+        ),
+        pytest.param({**API, "percentageOfNodesToScore": "50"}, "percentageOfNodesToScore", id="string for int"),
+        pytest.param({**API, "percentageOfNodesToScore": True}, "percentageOfNodesToScore", id="bool for int"),
+        pytest.param({**API, "podMaxBackoffSeconds": 0}, "podMaxBackoffSeconds", id="zero max backoff"),
+        pytest.param(
+            {**API, "podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 2},
+            "podMaxBackoffSeconds",
+            id="max backoff below initial",
+        ),
+        pytest.param({**API, "asyncPreemption": "yes"}, "asyncPreemption", id="string for bool"),
+        pytest.param({**API, "httpPort": 70000}, "httpPort", id="port out of range"),
+        pytest.param({**API, "clientConnection": {"qps": -1}}, "clientConnection.qps", id="negative qps"),
+        pytest.param(
+            {**API, "leaderElection": {"leaseDuration": "15"}},
+            "leaderElection.leaseDuration",
+            id="duration without a unit",
+        ),
+        pytest.param(
+            {**API, "leaderElection": {"leaseDuration": 15}},
+            "leaderElection.leaseDuration",
+            id="duration as a number",
+        ),
+        pytest.param(
+            {**API, "leaderElection": {"leaseDuration": "5s", "renewDeadline": "10s"}},
+            "leaderElection",
+            id="lease shorter than renew deadline",
+        ),
+        pytest.param(
+            {**API, "leaderElection": {"resourceLock": "configmaps"}},
+            "leaderElection.resourceLock",
+            id="only leases",
+        ),
+        pytest.param({**API, "profiles": [{}, {}]}, "profiles", id="two profiles"),
+        pytest.param({**API, "profiles": [[]]}, "profiles[0]", id="profile not a mapping"),
+        pytest.param({"apiVersion": "v1beta3"}, "apiVersion", id="wrong apiVersion"),
+        pytest.param({"kind": "Pod"}, "kind", id="wrong kind"),
+    ],
+)
+def test_errors_name_the_field_path_and_the_file(raw: Any, field_path: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(raw, "sched.yaml")
+    assert str(exc.value).startswith(f"sched.yaml: {field_path}: ")
+
+
+def test_load_config_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "podMaxBackoffSeconds: 30\n"
+        "profiles:\n"
+        "- schedulerName: mine\n"
+        "  plugins:\n"
+        "    score:\n"
+        "      enabled:\n"
+        "      - name: NodeResourcesBalancedAllocation\n"
+        "        weight: 4\n"
+    )
+    cfg = load_config(path)
+    assert (cfg.scheduler_name, cfg.pod_max_backoff_seconds) == ("mine", 30.0)
+    assert cfg.score_weights["NodeResourcesBalancedAllocation"] == 4
+    assert load_config(str(path)) == cfg
+
+
+def test_load_config_errors_name_the_file(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("profiles: [\n")
+    with pytest.raises(ConfigError, match=r"bad\.yaml: not valid YAML"):
+        load_config(bad)
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("nope: 1\n")
+    with pytest.raises(ConfigError, match=r"unknown\.yaml: nope: unknown or unsupported field"):
+        load_config(unknown)
+    with pytest.raises(ConfigError, match=r"missing\.yaml: cannot read"):
+        load_config(tmp_path / "missing.yaml")
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert load_config(empty) == SchedulerConfig()
+
+
+def test_all_plugins_lists_each_plugin_once() -> None:
+    assert len(ALL_PLUGINS) == len(set(ALL_PLUGINS))
+    assert set(ALL_PLUGINS) == set(FILTER_PLUGINS) | set(SCORE_PLUGINS) | set(POST_FILTER_PLUGINS)

@@ -1,0 +1,633 @@
+"""SchedulerCore (scheduler/schedule_one.py): event handlers, one scheduling cycle, the
+failure path and binding results, driven through its ports with recorders, a FakeClock and
+seeded random sources. Case ids reuse upstream's (schedule_one_test.go) where they mirror one.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pytest
+
+from scheduler.backend.queue import ACTIVE_Q, BACKOFF_Q, UNSCHEDULABLE_Q
+from scheduler.clock import FakeClock
+from scheduler.config import SchedulerConfig
+from scheduler.framework.interface import Code
+from scheduler.schedule_one import (
+    BindOutcome,
+    SchedulerCore,
+    num_feasible_nodes_to_find,
+)
+from scheduler.types import NodeRecord, PodInfo
+from tests.builders import make_node, make_pod
+from tests.unit.fakes import Failed, FakeFilter, RecordingBinder, RecordingRecorder
+
+FILTERS = (
+    "NodeUnschedulable",
+    "NodeName",
+    "TaintToleration",
+    "NodeAffinity",
+    "NodePorts",
+    "NodeResourcesFit",
+)
+CONFIG = SchedulerConfig(filters=FILTERS, scores=("NodeResourcesFit",))
+NO_PREEMPTION = replace(CONFIG, post_filters=())
+
+
+@dataclass
+class H:
+    core: SchedulerCore
+    clock: FakeClock
+    binder: RecordingBinder
+    recorder: RecordingRecorder
+
+    def bound(self) -> list[tuple[str, str]]:
+        return [(p.name, n) for p, n in self.binder.calls]
+
+    def where(self, name: str) -> str | None:
+        return self.core.queue.where(f"default/{name}")
+
+
+def node(name: str, cpu: str = "4", memory: str = "8Gi", pods: int = 110) -> NodeRecord:
+    return make_node(name).alloc(cpu=cpu, memory=memory, pods=pods).record()
+
+
+def harness(
+    nodes: Sequence[NodeRecord] = (),
+    pods: Sequence[PodInfo] = (),
+    *,
+    config: SchedulerConfig = CONFIG,
+    seed: int = 0,
+) -> H:
+    clock = FakeClock()
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(config, clock, binder, recorder, rng=random.Random(seed))
+    for n in nodes:
+        core.on_node_add(n)
+    for p in pods:
+        core.on_pod_add(p)
+    return H(core, clock, binder, recorder)
+
+
+def pending(name: str, cpu: str = "", priority: int = 0) -> PodInfo:
+    b = make_pod(name).priority(priority)
+    if cpu:
+        b.req(cpu=cpu)
+    return b.info()
+
+
+def bound(name: str, node_name: str, cpu: str = "", priority: int = 0) -> PodInfo:
+    b = make_pod(name).priority(priority).node(node_name)
+    if cpu:
+        b.req(cpu=cpu)
+    return b.info()
+
+
+# ----------------------------------------------------------------------------- numbers
+
+
+@pytest.mark.parametrize(
+    ("percentage", "num_nodes", "expected"),
+    [
+        pytest.param(
+            0,
+            10,
+            10,
+            id="not set percentageOfNodesToScore and nodes number not more than 50",
+        ),
+        pytest.param(
+            40,
+            10,
+            10,
+            id="set profile percentageOfNodesToScore and nodes number not more than 50",
+        ),
+        pytest.param(
+            0,
+            1000,
+            420,
+            id="not set percentageOfNodesToScore and nodes number more than 50",
+        ),
+        pytest.param(
+            40,
+            1000,
+            400,
+            id="set profile percentageOfNodesToScore and nodes number more than 50",
+        ),
+        pytest.param(
+            0,
+            6000,
+            300,
+            id="not set profile percentageOfNodesToScore and nodes number more than 50*125",
+        ),
+        pytest.param(
+            40,
+            6000,
+            2400,
+            id="set profile percentageOfNodesToScore and nodes number more than 50*125",
+        ),
+        pytest.param(0, 50, 50, id="adaptive: 50 nodes, all of them"),
+        pytest.param(0, 99, 99, id="adaptive: below the 100-node minimum, all of them"),
+        pytest.param(0, 100, 100, id="adaptive: 100 nodes, 50% is below the minimum 100"),
+        pytest.param(0, 5000, 500, id="adaptive: 5000 nodes, 50 - 5000/125 = 10%"),
+        pytest.param(0, 7000, 350, id="adaptive: the percentage never drops below 5%"),
+        pytest.param(5, 1000, 100, id="explicit 5% of 1000 is lifted to 100"),
+        pytest.param(100, 5000, 5000, id="explicit 100%"),
+    ],
+)
+def test_num_feasible_nodes_to_find(percentage: int, num_nodes: int, expected: int) -> None:
+    assert num_feasible_nodes_to_find(percentage, num_nodes) == expected
+
+
+# ----------------------------------------------------------------------------- happy path
+
+
+def test_pod_that_fits_is_assumed_and_bound() -> None:
+    h = harness([node("n1")], [pending("p", cpu="1")])
+    r = h.core.schedule_one()
+    assert r is not None
+    assert (r.outcome, r.node, r.evaluated_nodes, r.feasible_nodes) == ("assumed", "n1", 1, 1)
+    assert h.bound() == [("p", "n1")]
+    assert h.binder.calls[0][0].node_name == "n1"  # the binder gets the assumed pod
+    assert h.core.cache.is_assumed("default/p")
+    ni = h.core.cache.get_node("n1")
+    assert ni is not None and ni.requested.milli_cpu == 1000 and "default/p" in ni.pods
+    assert not h.core.queue.contains("default/p")
+    assert h.core.in_binding() == 1
+    assert h.core.schedule_one() is None  # nothing else to do
+    h.core.cache.check_invariants()
+    h.core.queue.check_invariants()
+
+
+def test_assumed_pod_counts_for_the_next_cycle() -> None:
+    h = harness([node("n1", cpu="1")], [pending("a", cpu="1"), pending("b", cpu="1")])
+    first = h.core.schedule_one()
+    second = h.core.schedule_one()
+    assert first is not None and first.outcome == "assumed"
+    assert second is not None and second.outcome == "unschedulable"
+    assert second.message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+def test_highest_score_wins() -> None:
+    # LeastAllocated: the bigger, emptier node scores higher, whatever the rng says.
+    picks = set()
+    for seed in range(20):
+        h = harness(
+            [node("small", cpu="4", memory="8Gi"), node("big", cpu="8", memory="16Gi")],
+            [make_pod("p").req(cpu="1", memory="1Gi").info()],
+            seed=seed,
+        )
+        r = h.core.schedule_one()
+        assert r is not None
+        picks.add(r.node)
+        assert r.feasible_nodes == 2
+    assert picks == {"big"}
+
+
+def test_ties_are_broken_by_the_rng_uniformly() -> None:
+    names = ["n1", "n2", "n3"]
+    counts: Counter[str] = Counter()
+    for seed in range(300):
+        h = harness([node(n) for n in names], [pending("p", cpu="1")], seed=seed)
+        r = h.core.schedule_one()
+        assert r is not None
+        counts[r.node] += 1
+    assert set(counts) == set(names)
+    assert all(70 <= c <= 130 for c in counts.values()), counts  # 100 expected each
+    # Deterministic: the same seed, the same choice.
+    again = [harness([node(n) for n in names], [pending("p")], seed=7) for _ in range(3)]
+    assert len({a.core.schedule_one().node for a in again}) == 1  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("nominated", "codes", "expected_calls", "expected_node"),
+    [
+        pytest.param(
+            "node1",
+            {},
+            1,
+            "node1",
+            id="pod has the nominated node set, filter is called only once",
+        ),
+        pytest.param(
+            "",
+            {},
+            3,
+            None,
+            id="pod without the nominated pod, filter is called for each node",
+        ),
+        pytest.param(
+            "node1",
+            {"node1": Code.UNSCHEDULABLE},
+            4,
+            None,
+            id="nominated pod cannot pass the filter, filter is called for each node",
+        ),
+    ],
+)
+def test_prefer_nominated_node_filter_call_counts(
+    nominated: str, codes: dict[str, Code], expected_calls: int, expected_node: str | None
+) -> None:
+    b = make_pod("p").priority(1000)
+    if nominated:
+        b.nominated(nominated)
+    h = harness([node("node1"), node("node2"), node("node3")], [b.info()])
+    fake = FakeFilter(codes)
+    h.core.framework.filter_plugins.insert(0, fake)
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "assumed"
+    assert fake.calls == expected_calls
+    if expected_node is not None:
+        assert (r.node, r.evaluated_nodes, r.feasible_nodes) == (expected_node, 1, 1)
+    # The nomination is spent once the pod is assumed.
+    assert h.core.queue.nominator.nominated_node("default/p") is None
+
+
+def test_nominated_node_wins_over_a_better_scoring_node() -> None:
+    h = harness(
+        [node("small", cpu="2"), node("big", cpu="64")],
+        [make_pod("p").req(cpu="1").nominated("small").info()],
+    )
+    r = h.core.schedule_one()
+    assert r is not None and r.node == "small"
+
+
+def test_nomination_known_only_to_the_nominator_is_tried_first() -> None:
+    h = harness([node("a"), node("b"), node("c")], [pending("p")])
+    h.core.queue.nominator.add_nominated_pod(pending("p"), "c")
+    fake = FakeFilter()
+    h.core.framework.filter_plugins.insert(0, fake)
+    r = h.core.schedule_one()
+    assert r is not None and (r.node, fake.calls) == ("c", 1)
+
+
+def test_fair_evaluation_for_nodes() -> None:
+    """Upstream's TestFairEvaluationForNodes: with 500 nodes and percentageOfNodesToScore 30,
+    each cycle checks 150 nodes and the next one starts where it stopped."""
+    num_nodes = 500
+    h = harness(
+        [node(str(i)) for i in range(num_nodes)],
+        config=replace(CONFIG, percentage_of_nodes_to_score=30),
+    )
+    to_find = num_feasible_nodes_to_find(30, num_nodes)
+    assert to_find == 150
+    for i in range(2 * (num_nodes // to_find + 1)):
+        h.core.on_pod_add(pending(f"p{i}"))
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "assumed"
+        assert (r.feasible_nodes, r.evaluated_nodes) == (to_find, to_find)
+        assert h.core.next_start_node_index == (i + 1) * to_find % num_nodes
+
+
+def test_rotation_counts_rejected_nodes_too() -> None:
+    h = harness(
+        [node("a", cpu="1"), node("b", cpu="1"), node("c"), node("d")],
+        [pending("p", cpu="2"), pending("q", cpu="2")],
+        config=replace(CONFIG, scores=()),
+    )
+    h.core.cache.update_snapshot(h.core.snapshot)
+    order = [ni.name for ni in h.core.snapshot.node_info_list]
+    fits = [n for n in order if n in ("c", "d")]
+    # No score plugin: the first feasible node from the start index is taken (upstream), and
+    # the next search starts right after it, rejected nodes counted.
+    r = h.core.schedule_one()
+    assert r is not None and r.node == fits[0]
+    processed = order.index(fits[0]) + 1
+    assert (r.evaluated_nodes, r.feasible_nodes) == (processed, 1)
+    assert h.core.next_start_node_index == processed % 4
+    r = h.core.schedule_one()
+    rotated = order[processed:] + order[:processed]
+    assert r is not None and r.node == next(n for n in rotated if n in ("c", "d"))
+
+
+def test_without_score_plugins_no_extra_nodes_are_evaluated() -> None:
+    h = harness(
+        [node("node1"), node("node2"), node("node3")],
+        [pending("pod1")],
+        config=replace(CONFIG, scores=()),
+    )
+    fake = FakeFilter()
+    h.core.framework.filter_plugins.insert(0, fake)
+    r = h.core.schedule_one()
+    assert r is not None and (r.evaluated_nodes, fake.calls) == (1, 1)
+
+
+def test_skips_a_terminating_pod() -> None:
+    h = harness([node("n1")])
+    p = pending("p")
+    h.core.queue.add(p)  # the handler would not queue it; the queue may still hold an old copy
+    h.core.queue.update(replace(p, deletion_timestamp=1.0))
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "skipped"
+    assert h.binder.calls == [] and not h.core.queue.contains("default/p")
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+def _mixed_cluster() -> list[NodeRecord]:
+    return [
+        make_node("n1").unschedulable().record(),
+        make_node("n2").taint("dedicated", "infra").record(),
+        node("n3", cpu="1"),
+    ]
+
+
+def test_failure_message_reasons_sorted_and_pod_unschedulable() -> None:
+    h = harness(
+        _mixed_cluster(),
+        [bound("big", "n3", cpu="1", priority=100), pending("p", cpu="1")],
+        config=NO_PREEMPTION,
+    )
+    r = h.core.schedule_one()
+    msg = (
+        "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), "
+        "1 node(s) were unschedulable."
+    )
+    assert r is not None and (r.outcome, r.message) == ("unschedulable", msg)
+    assert h.recorder.failed_calls == [Failed("default/p", "Unschedulable", msg, "")]
+    assert h.where("p") == UNSCHEDULABLE_Q
+    qpi = h.core.queue.get("default/p")
+    assert qpi is not None
+    assert qpi.unschedulable_plugins == {"NodeUnschedulable", "TaintToleration", "NodeResourcesFit"}
+    assert not qpi.errored
+    h.core.queue.check_invariants()
+    # An event one of those plugins cares about brings it back (still backing off).
+    h.core.on_node_add(node("n4"))
+    assert h.where("p") == BACKOFF_Q
+    h.clock.step(1)
+    h.core.flush()
+    assert h.where("p") == ACTIVE_Q
+    r2 = h.core.schedule_one()
+    assert r2 is not None and (r2.outcome, r2.node) == ("assumed", "n4")
+
+
+def test_failure_counts_each_reason_of_each_node() -> None:
+    h = harness(
+        [node("n1", cpu="1", memory="1Gi"), node("n2", cpu="1", memory="1Gi")],
+        [make_pod("p").req(cpu="2", memory="2Gi").info()],
+    )
+    r = h.core.schedule_one()
+    assert r is not None
+    assert r.message == (
+        "0/2 nodes are available: 2 Insufficient cpu, 2 Insufficient memory. preemption: "
+        "0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
+
+
+def test_no_nodes() -> None:
+    """Upstream's ErrNoNodesAvailable: reason Unschedulable, nomination cleared, retried
+    after backoff (no plugin to wait for)."""
+    h = harness([], [make_pod("p").nominated("gone").info()])
+    r = h.core.schedule_one()
+    assert r is not None and r.message == "no nodes available to schedule pods"
+    assert h.recorder.failed_calls == [
+        Failed("default/p", "Unschedulable", "no nodes available to schedule pods", "")
+    ]
+    assert h.where("p") == BACKOFF_Q
+    assert h.core.queue.nominator.nominated_node("default/p") is None
+
+
+def test_filter_error_is_a_scheduler_error() -> None:
+    h = harness([node("n1")], [make_pod("p").nominated("n1").info()])
+    h.core.framework.filter_plugins.insert(0, FakeFilter({"n1": Code.ERROR}))
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "error"
+    [failed] = h.recorder.failed_calls
+    assert failed.reason == "SchedulerError"
+    assert "injecting failure for pod p" in failed.message
+    assert failed.nominated_node == ""  # upstream clears the nomination on errors
+    assert h.core.queue.nominator.nominated_node("default/p") is None
+    assert h.where("p") == BACKOFF_Q
+    qpi = h.core.queue.get("default/p")
+    assert qpi is not None and qpi.errored
+
+
+def test_pod_deleted_during_its_cycle_is_not_requeued() -> None:
+    h = harness([node("n1")])
+    p = pending("p")
+    h.core.on_pod_add(p)
+    deleted: list[str] = []
+
+    def delete_once(pod: PodInfo, _: object) -> None:
+        if not deleted:
+            deleted.append(pod.key)
+            h.core.on_pod_delete(pod)
+
+    h.core.framework.filter_plugins.insert(
+        0, FakeFilter({"n1": Code.UNSCHEDULABLE}, on_filter=delete_once)
+    )
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+    assert deleted == ["default/p"]
+    assert not h.core.queue.contains("default/p")
+    h.core.queue.check_invariants()
+
+
+# ----------------------------------------------------------------------------- binding results
+
+
+def _assumed(config: SchedulerConfig = CONFIG) -> H:
+    """p assumed on n1; w (too big for n1 with p on it) waits as unschedulable."""
+    h = harness([node("n1", cpu="2")], [pending("p", cpu="1", priority=10)], config=config)
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "assumed"
+    h.core.on_pod_add(pending("w", cpu="2"))
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+    assert h.where("w") == UNSCHEDULABLE_Q
+    return h
+
+
+def test_bind_ok() -> None:
+    h = _assumed()
+    h.core.on_bind_result("default/p", BindOutcome.OK)
+    assert h.recorder.scheduled_calls == [("default/p", "n1")]
+    assert h.core.cache.is_assumed("default/p")  # until the watch confirms it
+    assert h.core.in_binding() == 0
+    # The watch delivers the binding: confirmed, no longer assumed, never requeued.
+    h.core.on_pod_update(pending("p", cpu="1", priority=10), bound("p", "n1", "1", 10))
+    assert not h.core.cache.is_assumed("default/p")
+    assert h.core.cache.get_pod("default/p") is not None
+    assert not h.core.queue.contains("default/p")
+    h.core.cache.check_invariants()
+
+
+@pytest.mark.parametrize("outcome", [BindOutcome.GONE, BindOutcome.CONFLICT])
+def test_bind_gone_or_conflict_forgets_without_requeue(outcome: str) -> None:
+    h = _assumed()
+    h.core.on_bind_result("default/p", outcome, "whatever")
+    assert h.core.cache.get_pod("default/p") is None
+    assert not h.core.queue.contains("default/p")
+    assert h.recorder.failed_calls[-1].pod == "default/w"  # nothing recorded for p
+    # The room p held is free again: w is worth another try.
+    assert h.where("w") == BACKOFF_Q
+    h.core.cache.check_invariants()
+
+
+def test_bind_error_forgets_and_requeues_to_backoff() -> None:
+    h = _assumed()
+    h.core.on_bind_result("default/p", BindOutcome.ERROR, "etcdserver: request timed out")
+    assert h.core.cache.get_pod("default/p") is None
+    assert h.where("p") == BACKOFF_Q
+    assert h.recorder.failed_calls[-1] == Failed(
+        "default/p", "SchedulerError", "binding rejected: etcdserver: request timed out", ""
+    )
+    qpi = h.core.queue.get("default/p")
+    assert qpi is not None and qpi.errored
+    assert h.recorder.scheduled_calls == []
+    # One attempt so far: the initial backoff, 1s from the failure.
+    h.clock.step(0.9)
+    h.core.flush()
+    assert h.where("p") == BACKOFF_Q
+    h.clock.step(0.1)
+    h.core.flush()
+    assert h.where("p") == ACTIVE_Q
+    h.core.queue.check_invariants()
+
+
+def test_unknown_bind_result_is_ignored() -> None:
+    h = _assumed()
+    h.core.on_bind_result("default/nobody", BindOutcome.ERROR)
+    h.core.on_bind_result("default/p", BindOutcome.OK)
+    h.core.on_bind_result("default/p", BindOutcome.ERROR)  # a late duplicate
+    assert h.recorder.scheduled_calls == [("default/p", "n1")]
+    assert not h.core.queue.contains("default/p")
+
+
+@pytest.mark.parametrize("outcome", [BindOutcome.ERROR, BindOutcome.GONE, BindOutcome.OK])
+def test_pod_deleted_while_binding_is_not_requeued(outcome: str) -> None:
+    h = _assumed()
+    h.core.on_pod_delete(pending("p", cpu="1", priority=10))
+    # Its assumed room is released at once.
+    assert h.core.cache.get_pod("default/p") is None
+    assert h.where("w") == BACKOFF_Q
+    h.core.on_bind_result("default/p", outcome, 'pods "p" not found')
+    assert not h.core.queue.contains("default/p")
+    assert [f.pod for f in h.recorder.failed_calls] == ["default/w"]
+    assert h.recorder.scheduled_calls == []
+    h.core.cache.check_invariants()
+    h.core.queue.check_invariants()
+
+
+def test_update_of_a_pod_being_bound_does_not_requeue_it() -> None:
+    h = _assumed()
+    old = pending("p", cpu="1", priority=10)
+    h.core.on_pod_update(old, make_pod("p").req(cpu="1").priority(10).label("x", "y").info())
+    assert not h.core.queue.contains("default/p")
+
+
+# ----------------------------------------------------------------------------- event handlers
+
+
+@pytest.mark.parametrize(
+    ("pod", "queued", "cached"),
+    [
+        pytest.param(pending("p"), True, False, id="pending pod of ours: queued"),
+        pytest.param(
+            make_pod("p").scheduler("default-scheduler").info(),
+            False,
+            False,
+            id="pending pod of another scheduler: ignored",
+        ),
+        pytest.param(bound("p", "n1"), False, True, id="bound pod of ours: cached"),
+        pytest.param(
+            make_pod("p").scheduler("default-scheduler").node("n1").info(),
+            False,
+            True,
+            id="bound pod of another scheduler: cached (it takes room)",
+        ),
+        pytest.param(
+            make_pod("p").node("n1").phase("Succeeded").info(),
+            False,
+            False,
+            id="terminal bound pod: not cached",
+        ),
+        pytest.param(
+            make_pod("p").phase("Failed").info(), False, False, id="terminal pending pod: ignored"
+        ),
+        pytest.param(
+            make_pod("p").terminating().info(), False, False, id="terminating pending pod: ignored"
+        ),
+    ],
+)
+def test_on_pod_add(pod: PodInfo, queued: bool, cached: bool) -> None:
+    h = harness([node("n1")])
+    h.core.on_pod_add(pod)
+    assert h.core.queue.contains(pod.key) is queued
+    assert (h.core.cache.get_pod(pod.key) is not None) is cached
+    if queued:
+        assert h.core.queue.where(pod.key) == ACTIVE_Q
+
+
+def test_terminal_pod_leaves_the_cache() -> None:
+    h = harness([node("n1")], [bound("p", "n1", cpu="1")])
+    h.core.on_pod_update(
+        bound("p", "n1", cpu="1"), make_pod("p").node("n1").phase("Succeeded").info()
+    )
+    assert h.core.cache.get_pod("default/p") is None
+    ni = h.core.cache.get_node("n1")
+    assert ni is not None and ni.requested.milli_cpu == 0
+
+
+def test_nominated_node_name_restored_on_add() -> None:
+    h = harness([node("n1")], [make_pod("p").nominated("n1").priority(5).info()])
+    assert h.core.queue.nominator.nominated_node("default/p") == "n1"
+    assert [p.name for p in h.core.queue.nominator.nominated_pods_for_node("n1")] == ["p"]
+
+
+def test_binding_by_someone_else_removes_the_pod_from_the_queue() -> None:
+    h = harness([node("n1")], [make_pod("p").req(cpu="1").nominated("n1").info()])
+    assert h.where("p") == ACTIVE_Q
+    h.core.on_pod_update(pending("p", cpu="1"), bound("p", "n1", cpu="1"))
+    assert not h.core.queue.contains("default/p")
+    assert h.core.queue.nominator.nominated_node("default/p") is None
+    cached = h.core.cache.get_pod("default/p")
+    assert cached is not None and cached.node_name == "n1"
+    assert h.core.schedule_one() is None
+    h.core.queue.check_invariants()
+
+
+def test_nomination_follows_the_api() -> None:
+    h = harness([node("n1"), node("n2")], [make_pod("p").nominated("n1").info()])
+    old = make_pod("p").nominated("n1").info()
+    moved = make_pod("p").nominated("n2").info()
+    h.core.on_pod_update(old, moved)
+    assert h.core.queue.nominator.nominated_node("default/p") == "n2"
+    cleared = make_pod("p").info()
+    h.core.on_pod_update(moved, cleared)
+    assert h.core.queue.nominator.nominated_node("default/p") is None
+
+
+def test_pending_pod_deleted() -> None:
+    h = harness([node("n1")], [make_pod("p").nominated("n1").info()])
+    h.core.on_pod_delete(make_pod("p").nominated("n1").info())
+    assert not h.core.queue.contains("default/p")
+    assert h.core.queue.nominator.nominated_node("default/p") is None
+
+
+def test_bound_pod_deletion_wakes_pods_it_blocked() -> None:
+    h = harness(
+        [node("n1", cpu="1")],
+        [bound("big", "n1", cpu="1", priority=100), pending("p", cpu="1")],
+    )
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+    assert h.where("p") == UNSCHEDULABLE_Q
+    h.core.on_pod_delete(bound("big", "n1", cpu="1", priority=100))
+    assert h.where("p") == BACKOFF_Q
+    h.clock.step(1)
+    h.core.flush()
+    r = h.core.schedule_one()
+    assert r is not None and (r.outcome, r.node) == ("assumed", "n1")
+
+
+def test_pod_update_of_a_queued_pod_keeps_one_copy() -> None:
+    h = harness([node("n1")], [pending("p")])
+    h.core.on_pod_update(pending("p"), make_pod("p").label("a", "b").info())
+    assert h.core.queue.counts()[ACTIVE_Q] == 1
+    qpi = h.core.queue.get("default/p")
+    assert qpi is not None and qpi.pod.labels == {"a": "b"}
+    h.core.queue.check_invariants()

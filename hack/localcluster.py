@@ -1322,29 +1322,29 @@ class LocalCluster:
 
     def _stop(self, state: Mapping[str, Any]) -> None:
         """SIGTERM exactly our recorded processes (if still the same command), SIGKILL later."""
+        # One at a time in reverse start order: the apiserver shuts down in about a second while
+        # etcd is up, but hangs in its graceful termination if etcd went first.
         components = state.get("components") or {}
-        targets: dict[str, tuple[int, str, int | None]] = {}
         for name in reversed(list(components)):
             entry = components[name]
             pid, binary, start = int(entry["pid"]), entry["binary"], entry.get("starttime")
-            if process_matches(pid, binary, start):
-                targets[name] = (pid, binary, start)
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-            self._reap(pid)
-        deadline = time.monotonic() + STOP_GRACE
-        while targets and time.monotonic() < deadline:
-            for name, (pid, binary, start) in list(targets.items()):
+            if not process_matches(pid, binary, start):
+                self._reap(pid)
+                continue
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_GRACE
+            while time.monotonic() < deadline:
                 self._reap(pid)
                 if not process_matches(pid, binary, start):
-                    del targets[name]
-            time.sleep(0.1)
-        for name, (pid, binary, start) in targets.items():
-            log(f"{name} (pid {pid}) ignored SIGTERM for {STOP_GRACE:.0f}s: SIGKILL")
-            if process_matches(pid, binary, start):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            self._reap(pid, block=True)
+                    break
+                time.sleep(0.05)
+            else:
+                log(f"{name} (pid {pid}) ignored SIGTERM for {STOP_GRACE:.0f}s: SIGKILL")
+                if process_matches(pid, binary, start):
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                self._reap(pid, block=True)
 
     def _reap(self, pid: int, block: bool = False) -> None:
         child = self._children.get(pid)

@@ -30,6 +30,7 @@ __all__ = ["run_operator"]
 log = structlog.get_logger("py-scheduler")
 
 WATCHED = (
+    ("", "v1", "namespaces"),  # labels, for pod affinity terms' namespaceSelector
     ("scheduling.k8s.io", "v1", "priorityclasses"),
     ("", "v1", "nodes"),
     ("policy", "v1", "poddisruptionbudgets"),

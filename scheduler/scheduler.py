@@ -33,7 +33,7 @@ import structlog
 from scheduler.clock import Clock, RealClock
 from scheduler.config import SchedulerConfig
 from scheduler.errors import ApiCallError
-from scheduler.framework.interface import Code, Status
+from scheduler.framework.interface import ClusterEvent, Code, Status
 from scheduler.framework.preemption import Candidate
 from scheduler.metrics import Metrics
 from scheduler.schedule_one import BindOutcome, SchedulerCore
@@ -128,6 +128,7 @@ class Scheduler:
         self._pods: dict[str, PodInfo] = {}
         self._nodes: dict[str, NodeRecord] = {}
         self._preempting: set[str] = set()
+        self._namespace_labels: dict[str, dict[str, str]] = {}
         self._status_memo: dict[str, tuple[str, str | None]] = {}
         self._event_memo: dict[tuple[str, str], _EventMemo] = {}
         self._bind_started: dict[str, float] = {}
@@ -139,6 +140,7 @@ class Scheduler:
             actions=self,
             on_ready=self._wake.set,
             on_incoming=lambda q, ev: self.metrics.queue_incoming.labels(q, ev).inc(),
+            namespace_labels=lambda ns: self._namespace_labels.get(ns, {}),
         )
         self.core.queue.gate = self._gate
 
@@ -171,6 +173,8 @@ class Scheduler:
                 self._on_pdb(event_type, obj)
             elif kind == "priorityclasses":
                 self._on_priority_class(event_type, obj)
+            elif kind == "namespaces":
+                self._on_namespace(event_type, obj)
         except ParseError as e:
             log.warning("object_rejected", kind=kind, error=str(e))
 
@@ -226,6 +230,21 @@ class Scheduler:
         else:
             self.core.on_pdb_set(pdb)
 
+    def _on_namespace(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name") or "")
+        if event_type == "DELETED":
+            self._namespace_labels.pop(name, None)
+            return
+        labels = meta.get("labels") or {}
+        new = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+        if self._namespace_labels.get(name) != new:
+            self._namespace_labels[name] = new
+            # A namespaceSelector may match now: let affinity-rejected pods look again.
+            self.core.queue.move_all_to_active_or_backoff(
+                ClusterEvent("Namespace", "Update"), None, None
+            )
+
     def _on_priority_class(self, event_type: str | None, obj: Mapping[str, Any]) -> None:
         pc = priority_class_from_dict(obj)
         if event_type == "DELETED":
@@ -233,7 +252,7 @@ class Scheduler:
         else:
             self.core.on_priority_class_set(pc)
 
-    KINDS = ("priorityclasses", "nodes", "poddisruptionbudgets", "pods")
+    KINDS = ("namespaces", "priorityclasses", "nodes", "poddisruptionbudgets", "pods")
 
     async def sync_all(self) -> None:
         """LIST every kind and reconcile: upsert what exists, delete what is gone. Run at
@@ -259,6 +278,9 @@ class Scheduler:
             elif kind == "nodes":
                 for name in [n for n in self._nodes if n not in seen]:
                     self.handle_event("nodes", "DELETED", {"metadata": {"name": name}})
+            elif kind == "namespaces":
+                for name in [n for n in self._namespace_labels if n not in seen]:
+                    self._namespace_labels.pop(name, None)
             elif kind == "poddisruptionbudgets":
                 for key in [k for k in self.core.pdbs if k not in seen]:
                     self.core.on_pdb_delete(key)

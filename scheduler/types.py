@@ -379,7 +379,7 @@ class PodInfo:
     tolerations: tuple[Toleration, ...] = ()
     host_ports: tuple[HostPort, ...] = ()
     topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
-    images: tuple[str, ...] = ()
+    images: tuple[str, ...] = ()  # init and regular containers', then image volumes' references
     owner_kind_uid: tuple[str, str] | None = None
     start_time: float = 0.0  # status.startTime else creationTimestamp, epoch seconds
     creation_time: float = 0.0
@@ -796,6 +796,10 @@ def pod_from_dict(
                             hp,
                         )
                     )
+    for vol in spec.get("volumes") or ():
+        ref = (vol.get("image") or {}).get("reference")
+        if ref:
+            images.append(str(ref))  # an image volume (GA in 1.36) is pulled as an image too
 
     owner = None
     for ref in meta.get("ownerReferences") or ():

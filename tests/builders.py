@@ -68,6 +68,16 @@ class PodBuilder:
         self._spec["containers"][0].setdefault("resources", {})["requests"] = reqs
         return self
 
+    def images(self, *names: str) -> PodBuilder:
+        """Replace the containers by one per image."""
+        self._spec["containers"] = [{"name": f"c{i}", "image": n} for i, n in enumerate(names)]
+        return self
+
+    def image_volume(self, reference: str) -> PodBuilder:
+        vols = self._spec.setdefault("volumes", [])
+        vols.append({"name": f"v{len(vols)}", "image": {"reference": reference}})
+        return self
+
     def requests(self, *per_container: dict[str, Any]) -> PodBuilder:
         """Replace the containers by one per request list, as upstream's
         ``st.MakePod().Req(a).Req(b)``; no argument leaves the pod without containers."""
@@ -85,9 +95,10 @@ class PodBuilder:
         return self
 
     def init_container(
-        self, requests: dict[str, Any] | None = None, *, sidecar: bool = False
+        self, requests: dict[str, Any] | None = None, *, sidecar: bool = False, image: str = "x"
     ) -> PodBuilder:
-        c: dict[str, Any] = {"name": f"i{len(self._spec.get('initContainers', []))}", "image": "x"}
+        name = f"i{len(self._spec.get('initContainers', []))}"
+        c: dict[str, Any] = {"name": name, "image": image}
         if requests:
             c["resources"] = {"requests": requests}
         if sidecar:
@@ -264,8 +275,10 @@ class NodeBuilder:
         self._o["spec"]["unschedulable"] = True
         return self
 
-    def image(self, name: str, size: int) -> NodeBuilder:
-        self._o["status"].setdefault("images", []).append({"names": [name], "sizeBytes": size})
+    def image(self, name: str, size: int, *aliases: str) -> NodeBuilder:
+        """An image in status.images, known under ``name`` and any ``aliases``."""
+        entry = {"names": [name, *aliases], "sizeBytes": size}
+        self._o["status"].setdefault("images", []).append(entry)
         return self
 
     def obj(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ __all__ = ["LIST_PATHS", "KubeApi"]
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 LIST_PATHS = {
+    "namespaces": "/api/v1/namespaces",
     "pods": "/api/v1/pods",
     "nodes": "/api/v1/nodes",
     "poddisruptionbudgets": "/apis/policy/v1/poddisruptionbudgets",

@@ -182,11 +182,14 @@ def cluster() -> Iterator[Cluster]:
     # die_with_parent: if pytest is killed outright, the components go with it.
     local = localcluster.LocalCluster(state_dir, die_with_parent=True)
     started = time.monotonic()
+    failure = None
     try:
         info = local.up(nodes=0)
     except (localcluster.ClusterError, OSError) as err:
+        failure = str(err)
+    if failure is not None:  # outside the except block: no chained traceback
         with_ci = " (CI=true)" if os.environ.get("CI") == "true" else ""
-        pytest.fail(f"could not start the local control plane{with_ci}: {err}", pytrace=False)
+        pytest.fail(f"could not start the local control plane{with_ci}: {failure}", pytrace=False)
     print(
         f"\nlocal control plane up in {time.monotonic() - started:.1f}s; "
         f"kubeconfig {info.kubeconfig}, logs {info.log_dir}",

@@ -9,6 +9,7 @@ on, or preempt pods from, another test's nodes, and scenarios can share one sche
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,10 @@ from kubernetes.client.rest import ApiException
 
 from tests.e2e.conftest import Cluster, wait_for
 from tests.e2e.procs import SchedulerProcess
+
+# Terminating pods stay for min(their grace period, this cap) before kwok removes them;
+# scenarios that race against termination choose each pod's grace period.
+os.environ.setdefault("PY_SCHEDULER_KWOK_DELETE_DELAY", "10s")
 
 SCHEDULER = "py-scheduler"
 TEST_LABEL = "e2e-test"
@@ -196,9 +201,11 @@ class Kit:
         def ok() -> bool:
             p = self.policy.read_namespaced_pod_disruption_budget(name, self.ns)
             st = p.status
-            return st is not None and st.disruptions_allowed == value and (
-                st.observed_generation or 0
-            ) >= (p.metadata.generation or 0)
+            return (
+                st is not None
+                and st.disruptions_allowed == value
+                and (st.observed_generation or 0) >= (p.metadata.generation or 0)
+            )
 
         wait_for(ok, timeout, f"PDB {self.ns}/{name} disruptionsAllowed={value}")
 

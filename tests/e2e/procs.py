@@ -105,7 +105,7 @@ class SchedulerProcess:
     def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
         url = f"http://127.0.0.1:{self.port}{path}"
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (loopback)
+            with urllib.request.urlopen(url, timeout=timeout) as resp:
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()

@@ -17,12 +17,12 @@ from tests.e2e.kit import (  # noqa: F401 (fixtures)
 from tests.e2e.procs import SchedulerProcess
 
 
-def _fill(kit: Kit, node: str, count: int, *, cpu: str, prefix: str = "low", **kw: object) -> None:
+def _fill(k: Kit, node: str, count: int, *, cpu: str, prefix: str = "low", **kw: object) -> None:
     """Bound pods started in order (1 s apart would be slow; kwok sets startTime)."""
     for i in range(count):
-        kit.create(f"{prefix}-{i}", cpu=cpu, node_name=node, **kw)  # type: ignore[arg-type]
+        k.create(f"{prefix}-{i}", cpu=cpu, node_name=node, **kw)  # type: ignore[arg-type]
     for i in range(count):
-        kit.wait_running(f"{prefix}-{i}")
+        k.wait_running(f"{prefix}-{i}")
 
 
 def test_basic_preemption_takes_minimal_victims_then_binds_to_the_nominated_node(
@@ -41,8 +41,10 @@ def test_basic_preemption_takes_minimal_victims_then_binds_to_the_nominated_node
     uid = pre["metadata"]["uid"]
 
     nominated = wait_for(
-        lambda: ((kit.pod("high") or {}).get("status") or {}).get("nominatedNodeName")
-        or kit.node_of("high"),
+        lambda: (
+            ((kit.pod("high") or {}).get("status") or {}).get("nominatedNodeName")
+            or kit.node_of("high")
+        ),
         30,
         "preemptor nominated (or bound)",
     )
@@ -78,9 +80,9 @@ def test_preemption_policy_never_leaves_pod_pending_and_victims_untouched(
     never = kit.priority_class(1000000, policy="Never")
     kit.create("polite", cpu="500m", priority_class=never)
     cond = kit.wait_condition("polite", "PodScheduled", lambda c: c.get("status") == "False")
-    assert cond["message"].endswith(
-        "preemption: not eligible due to preemptionPolicy=Never."
-    ), cond["message"]
+    assert cond["message"].endswith("preemption: not eligible due to preemptionPolicy=Never."), (
+        cond["message"]
+    )
     settle(3)
     assert not kit.node_of("polite")
     for i in range(2):

@@ -93,13 +93,15 @@ def test_metrics_count_attempts_and_bindings(
         kit.wait_bound(f"m{i}")
     after = wait_for(
         lambda: (
-            v := py_scheduler.metric(
-                "scheduler_schedule_attempts_total",
-                {"result": "scheduled", "profile": "py-scheduler"},
+            (
+                v := py_scheduler.metric(
+                    "scheduler_schedule_attempts_total",
+                    {"result": "scheduled", "profile": "py-scheduler"},
+                )
             )
-        )
-        >= before + 3
-        and v,
+            >= before + 3
+            and v
+        ),
         10,
         "scheduled attempts metric to grow by 3",
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 
@@ -60,16 +61,50 @@ def match_requirement(req: NodeSelectorRequirement, value: str | None) -> bool:
     return False
 
 
+_NAME = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_LABEL_VALUE = re.compile(_NAME)
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
+
+
+def _valid_label_key(key: str) -> bool:
+    prefix, _, name = key.rpartition("/")
+    if "/" in key and not (0 < len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return False
+    return 0 < len(name) <= 63 and _LABEL_VALUE.fullmatch(name) is not None
+
+
+def _valid_label_value(value: str) -> bool:
+    return value == "" or (len(value) <= 63 and _LABEL_VALUE.fullmatch(value) is not None)
+
+
+@functools.lru_cache(maxsize=4096)
+def _valid_expression(req: NodeSelectorRequirement) -> bool:
+    """What upstream's ``labels.NewRequirement`` accepts; a term holding an invalid
+    requirement matches no node (upstream's lazy parse errors)."""
+    op, values = req.operator, req.values
+    if not _valid_label_key(req.key) or not all(_valid_label_value(v) for v in values):
+        return False
+    if op in ("In", "NotIn"):
+        return bool(values)
+    if op in ("Exists", "DoesNotExist"):
+        return not values
+    if op in ("Gt", "Lt"):
+        return len(values) == 1 and _parse_int64(values[0]) is not None
+    return False
+
+
 def _match_term(term: NodeSelectorTerm, labels: Mapping[str, str], node_name: str) -> bool:
     if not term.match_expressions and not term.match_fields:
         return False  # an empty term matches nothing (upstream)
     for req in term.match_expressions:
-        if not match_requirement(req, labels.get(req.key)):
+        if not _valid_expression(req) or not match_requirement(req, labels.get(req.key)):
             return False
     for req in term.match_fields:
-        if req.key != "metadata.name":
+        # Upstream: only metadata.name, with In or NotIn and exactly one value.
+        if req.key != "metadata.name" or req.operator not in ("In", "NotIn"):
             return False
-        if not match_requirement(req, node_name):
+        if len(req.values) != 1 or not match_requirement(req, node_name):
             return False
     return True
 

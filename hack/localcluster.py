@@ -924,8 +924,10 @@ def process_matches(pid: int, binary: str, starttime: int | None = None) -> bool
 
 
 def _set_pdeathsig() -> None:  # runs in the child between fork and exec
+    # SIGKILL, not SIGTERM: etcd's graceful stop waits for the apiserver's watch streams while
+    # the apiserver's waits for etcd, and the pair would linger. The state is throw-away anyway.
     with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _log_tail(path: Path, lines: int = 20) -> str:

@@ -1,37 +1,56 @@
 """``py-scheduler simulate``: run the live scheduler's own core over a cluster dump, offline.
 
 Same SchedulerCore, same queue order, same plugins, same preemption: only the ports differ.
-Bindings succeed at once; a preemption deletes its victims at once (graceful termination
-treated as complete); time is a FakeClock that jumps over backoff waits. The run ends when
-no queued pod can make progress: nothing in activeQ, and nothing in backoffQ that the
-cluster changed for since its last attempt.
+A binding succeeds at once; a preemption deletes its victims at once (graceful termination
+treated as complete). The clock stands still at the dump's latest timestamp, so backoff
+never expires by itself; instead, whenever activeQ is empty, the loop sends back to activeQ
+every waiting pod that the cluster changed for since its last attempt:
 
-Input: YAML documents (multi-document and/or ``kind: List``) of Node, Pod,
-PodDisruptionBudget and PriorityClass; other kinds are ignored with a note on stderr.
-Output contract (JSON): {"decisions": [...], "placements": {...}, "evicted": [...]}; see
-docs/simulate.md. Exit 2 with one line naming file, document index and field on bad input.
+- a pod in backoffQ (a queueing hint moved it there after a bind or a deletion);
+- any unschedulable pod if a pod was deleted after its last attempt (the contract: any
+  deletion gives every unschedulable pod another try, hints or not).
+
+The run ends when activeQ is empty and no waiting pod qualifies. It always ends: every
+retry needs a bind or a deletion since the pod's last attempt, a pod binds at most once,
+and a preemption deletes at least one pod.
+
+Data flow: YAML files -> ``load_documents`` (Documents that know their file, document
+number and List item) -> ``simulate`` (typed records, one SchedulerCore, the loop above) ->
+``SimulationResult`` -> JSON or a text table. Bad input raises ``InputError`` whose message
+names the file, the document (numbered from 1, counting every ``---`` document, empty ones
+too) and the field.
+
+Decisions come in processing order. A pending pod naming an unknown PriorityClass is
+rejected as it is loaded (the live scheduler rejects it when its watch delivers the pod,
+before any cycle), so its "error" decision precedes the cycles' decisions.
+
+PDBs: ``status.disruptionsAllowed`` when the input has it, else derived from the spec and
+the matching bound pods as the disruption controller does; the run keeps them current as
+the controller would: a derived one is recomputed after every bind and deletion, a given
+one loses one allowed disruption per deleted healthy pod it selects.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
+from scheduler.backend.queue import BACKOFF_Q, UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
 from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.framework.interface import Status
 from scheduler.framework.preemption import Candidate
-from scheduler.schedule_one import BindOutcome, SchedulerCore
+from scheduler.schedule_one import BindOutcome, CycleResult, SchedulerCore
 from scheduler.types import (
+    NodeRecord,
     ParseError,
     PDBInfo,
     PodInfo,
@@ -44,96 +63,199 @@ from scheduler.types import (
     priority_class_from_dict,
 )
 
-__all__ = ["InputError", "SimulationResult", "load_documents", "main", "simulate"]
+__all__ = [
+    "Document",
+    "InputError",
+    "SimulationResult",
+    "derive_pdb_status",
+    "load_documents",
+    "main",
+    "simulate",
+]
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass")
+T = TypeVar("T")
 
 
 class InputError(ValueError):
-    """Bad input: the message names the file, the document index and the field."""
+    """Bad input: the message names the file, the document and the field."""
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Document:
     source: str
-    index: int
-    obj: dict[str, Any]
+    index: int  # 1-based, counting every YAML document of the file
+    obj: Mapping[str, Any]
+    item: int | None = None  # index in the document's ``items`` when it is a List
 
     @property
     def where(self) -> str:
-        return f"{self.source}: document {self.index}"
+        at = f"{self.source}: document {self.index}"
+        return at if self.item is None else f"{at}: items[{self.item}]"
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind"))
+
+    @property
+    def name(self) -> str:
+        meta = self.obj.get("metadata")
+        if not isinstance(meta, Mapping):
+            return "<unnamed>"
+        name = str(meta.get("name") or "<unnamed>")
+        if self.kind in ("Node", "PriorityClass"):
+            return name
+        return f"{meta.get('namespace') or 'default'}/{name}"
 
 
-def _walk(docs: Any, source: str, counter: list[int]) -> Iterator[Document]:
-    for raw in docs:
-        idx = counter[0]
-        counter[0] += 1
-        if raw is None:
-            continue
-        if not isinstance(raw, dict):
-            raise InputError(
-                f"{source}: document {idx}: expected a mapping, got {type(raw).__name__}"
-            )
-        if raw.get("kind") == "List" or (raw.get("kind", "").endswith("List") and "items" in raw):
-            items = raw.get("items") or []
-            if not isinstance(items, list):
-                raise InputError(f"{source}: document {idx}: items: expected a list")
-            for j, item in enumerate(items):
-                if not isinstance(item, dict):
-                    raise InputError(f"{source}: document {idx}: items[{j}]: expected a mapping")
-                yield Document(source, idx, {**item, "_item": j})
-        else:
-            yield Document(source, idx, raw)
+def _check_object(obj: Any, where: str) -> Mapping[str, Any]:
+    """The shape every object needs before its kind's parser looks at it."""
+    if not isinstance(obj, Mapping):
+        raise InputError(f"{where}: expected a mapping, got {type(obj).__name__}")
+    kind = obj.get("kind")
+    if kind is None:
+        raise InputError(f"{where}: kind: missing")
+    if not isinstance(kind, str):
+        raise InputError(f"{where}: kind: expected a string, got {kind!r}")
+    for part in ("metadata", "spec", "status"):
+        value = obj.get(part)
+        if value is not None and not isinstance(value, Mapping):
+            raise InputError(f"{where}: {part}: expected a mapping, got {type(value).__name__}")
+    return obj
+
+
+# Fields whose shape the parsers take for granted: "a[]" is a list of mappings, "a" a
+# mapping (when present). Checked first, so that a wrong type names its field.
+_SHAPES: dict[str, tuple[str, ...]] = {
+    "Pod": (
+        "spec.containers[].resources",
+        "spec.containers[].ports[]",
+        "spec.initContainers[].resources",
+        "spec.initContainers[].ports[]",
+        "spec.tolerations[]",
+        "spec.affinity.nodeAffinity",
+        "spec.affinity.podAffinity",
+        "spec.affinity.podAntiAffinity",
+        "spec.topologySpreadConstraints[]",
+        "metadata.ownerReferences[]",
+        "status.conditions[]",
+        "status.containerStatuses[]",
+        "status.initContainerStatuses[]",
+    ),
+    "Node": ("spec.taints[]", "status.images[]"),
+    "PodDisruptionBudget": ("spec.selector",),
+}
+
+
+def _check_shape(value: Any, path: Sequence[str], where: str, at: str) -> None:
+    if not path or value is None:
+        return
+    head, rest = path[0], path[1:]
+    name = head.removesuffix("[]")
+    child = value.get(name)
+    here = f"{at}.{name}" if at else name
+    if child is None:
+        return
+    if head.endswith("[]"):
+        if not isinstance(child, list):
+            raise InputError(f"{where}: {here}: expected a list, got {type(child).__name__}")
+        for i, item in enumerate(child):
+            if not isinstance(item, Mapping):
+                got = type(item).__name__
+                raise InputError(f"{where}: {here}[{i}]: expected a mapping, got {got}")
+            _check_shape(item, rest, where, f"{here}[{i}]")
+    elif not isinstance(child, Mapping):
+        raise InputError(f"{where}: {here}: expected a mapping, got {type(child).__name__}")
+    else:
+        _check_shape(child, rest, where, here)
+
+
+def _walk(raw: Any, source: str, index: int) -> Iterator[Document]:
+    if raw is None:
+        return  # an empty document (e.g. after a trailing ---)
+    where = f"{source}: document {index}"
+    obj = _check_object(raw, where)
+    kind = str(obj["kind"])
+    if kind == "List" or (kind.endswith("List") and "items" in obj):
+        items = obj.get("items") or []
+        if not isinstance(items, list):
+            raise InputError(f"{where}: items: expected a list, got {type(items).__name__}")
+        for j, item in enumerate(items):
+            yield Document(source, index, _check_object(item, f"{where}: items[{j}]"), j)
+    else:
+        yield Document(source, index, obj)
 
 
 def load_documents(paths: Sequence[str]) -> list[Document]:
+    """Every object of every file (``-``: stdin), in order. Raises InputError."""
     out: list[Document] = []
     for path in paths:
         try:
-            text = Path(path).read_text() if path != "-" else sys.stdin.read()
+            text = sys.stdin.read() if path == "-" else Path(path).read_text()
         except OSError as e:
-            raise InputError(f"{path}: cannot read: {e.strerror}") from e
-        try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark is not None else ""
-            raise InputError(f"{path}: not valid YAML{where}: {getattr(e, 'problem', e)}") from e
-        out.extend(_walk(docs, path, [0]))
+            raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
+        except UnicodeDecodeError as e:
+            raise InputError(f"{path}: cannot read: not UTF-8 text ({e.reason})") from e
+        index = 0
+        docs = yaml.safe_load_all(text)
+        while True:
+            index += 1
+            try:
+                raw = next(docs)
+            except StopIteration:
+                break
+            except yaml.YAMLError as e:
+                mark = getattr(e, "problem_mark", None)
+                at = f" at line {mark.line + 1}" if mark is not None else ""
+                problem = getattr(e, "problem", None) or str(e)
+                raise InputError(f"{path}: document {index}: not valid YAML{at}: {problem}") from e
+            out.extend(_walk(raw, path, index))
     return out
 
 
 # ------------------------------------------------------------------------- PDB status
 
 
-def _scaled(value: int | str, total: int, *, round_up: bool) -> int:
+def _scaled(value: int | str, total: int) -> int:
+    """Upstream's ``GetScaledValueFromIntOrPercent`` rounding up, in exact integers."""
     if isinstance(value, int):
         return value
     pct = int(value[:-1])
-    x = pct * total / 100
-    return math.ceil(x) if round_up else math.floor(x)
+    return -(-pct * total // 100)
+
+
+def _controller_selects(pdb: PDBInfo, pod: PodInfo) -> bool:
+    """The disruption controller's selection: same namespace and the selector matches; no
+    selector selects nothing, an empty one selects every pod of the namespace (policy/v1).
+    (Preemption is stricter, see ``framework.preemption.pdb_matches``.)"""
+    return (
+        pdb.selector is not None
+        and pod.namespace == pdb.namespace
+        and pdb.selector.matches(pod.labels)
+    )
 
 
 def derive_pdb_status(pdb: PDBInfo, bound: Sequence[PodInfo]) -> PDBInfo:
-    """disruptionsAllowed as the disruption controller computes it from spec and pods.
-    One approximation: for percentages and maxUnavailable the controller scales by the
-    owning controllers' replica counts; a dump has no controllers, so the matching bound
-    pods stand in for the expected count."""
-    sel = pdb.selector
-    if sel is None or sel.is_empty():
-        matching: list[PodInfo] = []
-    else:
-        matching = [p for p in bound if p.namespace == pdb.namespace and sel.matches(p.labels)]
+    """``disruptionsAllowed`` as the disruption controller computes it from the spec.
+
+    Healthy pods: the matching bound pods not being deleted and not listed in
+    ``status.disruptedPods``. maxUnavailable: desired = expected - maxUnavailable (scaled
+    up); minAvailable: an integer as it is, a percentage of the expected count scaled up;
+    neither: nothing may be disrupted. Allowed = healthy - desired, at least 0, and 0 when
+    no pod matches. One approximation: for percentages and maxUnavailable the controller
+    takes the expected count from the owning controllers' replicas; a dump has no
+    controllers, so the matching bound pods stand in for it."""
+    matching = [p for p in bound if _controller_selects(pdb, p)]
     expected = len(matching)
-    healthy = sum(1 for p in matching if not p.terminating)
+    healthy = sum(1 for p in matching if not p.terminating and p.name not in pdb.disrupted_pods)
     if pdb.max_unavailable is not None:
-        desired = max(0, expected - _scaled(pdb.max_unavailable, expected, round_up=True))
+        desired = max(0, expected - _scaled(pdb.max_unavailable, expected))
     elif pdb.min_available is not None:
-        desired = _scaled(pdb.min_available, expected, round_up=True)
+        desired = _scaled(pdb.min_available, expected)
     else:
-        desired = 0  # neither field set: the controller requires no healthy pods
-    allowed = max(0, healthy - desired)
-    return replace(pdb, disruptions_allowed=allowed, has_status=True)
+        expected = desired = 0
+    allowed = healthy - desired if expected > 0 else 0
+    return replace(pdb, disruptions_allowed=max(0, allowed), has_status=True)
 
 
 # ------------------------------------------------------------------------- ports
@@ -141,6 +263,9 @@ def derive_pdb_status(pdb: PDBInfo, bound: Sequence[PodInfo]) -> PDBInfo:
 
 @dataclass
 class _SimPorts:
+    """Binder, Recorder and PreemptionActions of the simulation: they only remember what
+    the cycle asked for; the loop applies it after the cycle, as the API server would."""
+
     binds: list[tuple[PodInfo, str]] = field(default_factory=list)
     preemptions: list[tuple[PodInfo, Candidate, list[PodInfo]]] = field(default_factory=list)
 
@@ -173,143 +298,288 @@ class SimulationResult:
         return {"decisions": self.decisions, "placements": self.placements, "evicted": self.evicted}
 
 
-def simulate(
-    documents: Sequence[Document], config: SchedulerConfig, *, seed: int = 0
-) -> SimulationResult:
-    notes: list[str] = []
-    clock = FakeClock(0.0)
-    ports = _SimPorts()
-    core = SchedulerCore(
-        config, clock, binder=ports, recorder=ports, actions=ports, rng=random.Random(seed)
-    )
-    decisions: list[dict[str, Any]] = []
-    # Pass 1: priority classes first (pods need them), then the rest in document order.
-    classes: dict[str, PriorityClassInfo] = {}
-    for d in documents:
-        if d.obj.get("kind") == "PriorityClass":
-            try:
-                pc = priority_class_from_dict(d.obj)
-            except ParseError as e:
-                raise InputError(f"{d.where}: {e}") from e
-            classes[pc.name] = pc
-            core.on_priority_class_set(pc)
-    default = global_default_class(classes.values())
-    pending: list[PodInfo] = []
-    bound: list[PodInfo] = []
-    pdbs: list[PDBInfo] = []
-    for d in documents:
-        kind = d.obj.get("kind")
-        try:
-            if kind == "Node":
-                core.on_node_add(node_from_dict(d.obj))
-            elif kind == "Pod":
-                try:
-                    pod = pod_from_dict(d.obj, classes=classes, global_default=default)
-                except UnknownPriorityClassError as e:
-                    spec = d.obj.get("spec") or {}
-                    if not spec.get("nodeName") and (
-                        (spec.get("schedulerName") or "default-scheduler") == config.scheduler_name
-                    ):
-                        decisions.append({"pod": e.pod, "outcome": "error", "message": str(e)})
-                    else:
-                        notes.append(f"{d.where}: {e}; pod ignored")
-                    continue
-                if pod.node_name:
-                    if not pod.terminal:
-                        bound.append(pod)
-                elif core.responsible_for(pod) and not pod.terminal and not pod.terminating:
-                    pending.append(pod)
-            elif kind == "PodDisruptionBudget":
-                pdbs.append(pdb_from_dict(d.obj))
-            elif kind != "PriorityClass":
-                notes.append(f"{d.where}: kind {kind!r} ignored")
-        except ParseError as e:
-            raise InputError(f"{d.where}: {e}") from e
-    for p in bound:
-        core.on_pod_add(p)
-    for pdb in pdbs:
-        core.on_pdb_set(pdb if pdb.has_status else derive_pdb_status(pdb, bound))
-    for p in pending:
-        core.queue.add(p, timestamp=p.creation_time)
+@dataclass
+class _Input:
+    """The typed records of the documents, in document order."""
 
-    placements: dict[str, str | None] = {p.key: None for p in pending}
-    for dec in decisions:
-        placements[dec["pod"]] = None
-    evicted: list[str] = []
-    generation = 0
-    last_attempt: dict[str, int] = {}
-    budget = 50 * (len(pending) + 1) + 1000
-    while budget > 0:
-        budget -= 1
-        result = core.schedule_one()
-        if result is None:
-            # Nothing active: jump over backoff only for pods the cluster changed for.
-            waiting = core.queue.pending_pods()["backoff"]
-            if not any(last_attempt.get(p.key, -1) < generation for p in waiting):
-                break
-            nxt = core.queue.next_backoff_expiry()
-            if nxt is not None and nxt > clock.now():
-                clock.set(nxt)
-            core.queue.flush_backoff_completed()
+    classes: dict[str, PriorityClassInfo] = field(default_factory=dict)
+    nodes: dict[str, NodeRecord] = field(default_factory=dict)
+    bound: dict[str, PodInfo] = field(default_factory=dict)
+    pending: dict[str, PodInfo] = field(default_factory=dict)
+    pdbs: dict[str, PDBInfo] = field(default_factory=dict)
+    placements: dict[str, str | None] = field(default_factory=dict)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    seen: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
+    inp = _Input()
+    # Every object is checked for duplicates; PriorityClasses go first (pods need them).
+    for d in documents:
+        if d.kind not in KINDS:
             continue
-        key = result.pod.key
-        last_attempt[key] = generation
-        if result.outcome == "skipped":
-            continue
-        if result.outcome == "assumed":
-            decisions.append({"pod": key, "outcome": "scheduled", "node": result.node})
-        elif result.outcome == "preempting":
-            decisions.append(
-                {
-                    "pod": key,
-                    "outcome": "preempting",
-                    "node": result.node,
-                    "victims": [v.key for v in result.victims],
-                }
+        first = inp.seen.setdefault((d.kind, d.name), d.where)
+        if first != d.where:
+            raise InputError(f"{d.where}: {d.kind} {d.name}: duplicate of {first}")
+        if d.kind == "PriorityClass":
+            pc = _guarded(d, priority_class_from_dict)
+            inp.classes[pc.name] = pc
+    default = global_default_class(inp.classes.values())
+    for d in documents:
+        kind = d.kind
+        if kind == "Node":
+            node = _guarded(d, node_from_dict)
+            inp.nodes[node.name] = node
+        elif kind == "Pod":
+            _parse_pod(d, config, inp, default)
+        elif kind == "PodDisruptionBudget":
+            pdb = _guarded(d, pdb_from_dict)
+            inp.pdbs[pdb.key] = pdb
+        elif kind != "PriorityClass":
+            inp.notes.append(f"{d.where}: kind {kind!r} ignored")
+    for pod in inp.bound.values():
+        if pod.node_name not in inp.nodes:
+            inp.notes.append(
+                f"pod {pod.key} runs on node {pod.node_name}, which is not in the input"
             )
-        elif result.outcome == "unschedulable":
-            decisions.append({"pod": key, "outcome": "unschedulable", "message": result.message})
+    return inp
+
+
+def _parse_pod(
+    d: Document, config: SchedulerConfig, inp: _Input, default: PriorityClassInfo | None
+) -> None:
+    spec = d.obj.get("spec") or {}
+    ours = (spec.get("schedulerName") or "default-scheduler") == config.scheduler_name
+    if not spec.get("nodeName") and not ours:
+        return  # another scheduler's pending pod: not ours to place, and takes no room
+    try:
+        pod = _guarded(d, lambda o: pod_from_dict(o, classes=inp.classes, global_default=default))
+    except UnknownPriorityClassError as e:
+        # As the live scheduler: a pending pod of ours is rejected (an "error" decision);
+        # any other pod is left out of the cache.
+        if spec.get("nodeName"):
+            inp.notes.append(f"{d.where}: {e}; pod ignored")
         else:
-            decisions.append({"pod": key, "outcome": "error", "message": result.message})
-        # Apply side effects outside the cycle, as the API server would.
-        for pod, node in ports.binds:
+            message = f"no PriorityClass with name {e.class_name} was found"
+            inp.decisions.append({"pod": e.pod, "outcome": "error", "message": message})
+            inp.placements[e.pod] = None
+        return
+    if pod.node_name:
+        if not pod.terminal:
+            inp.bound[pod.key] = pod
+    elif not pod.terminal and not pod.terminating:
+        inp.pending[pod.key] = pod
+        inp.placements[pod.key] = None
+
+
+def _guarded(d: Document, parse: Callable[[Mapping[str, Any]], T]) -> T:
+    """Run a parser on a document; its errors become InputErrors that say where."""
+    for path in _SHAPES.get(d.kind, ()):
+        _check_shape(d.obj, path.split("."), f"{d.where}: {d.kind} {d.name}", "")
+    try:
+        out = parse(d.obj)
+    except ParseError as e:
+        raise InputError(f"{d.where}: {e}") from e
+    except (AttributeError, TypeError, ValueError, KeyError) as e:
+        # A wrong type deep inside an object that the parser does not check field by field.
+        raise InputError(
+            f"{d.where}: {d.kind} {d.name}: malformed object ({type(e).__name__}: {e})"
+        ) from e
+    return out
+
+
+def _start_time(inp: _Input) -> float:
+    """The simulation's "now": just after the latest timestamp of the dump."""
+    stamps = [p.creation_time for p in (*inp.bound.values(), *inp.pending.values())]
+    stamps += [p.start_time for p in inp.bound.values()]
+    return max(stamps, default=0.0) + 1.0
+
+
+class _Simulation:
+    def __init__(self, inp: _Input, config: SchedulerConfig, seed: int) -> None:
+        self.inp = inp
+        self.clock = FakeClock(_start_time(inp))
+        self.ports = _SimPorts()
+        self.core = SchedulerCore(
+            config,
+            self.clock,
+            binder=self.ports,
+            recorder=self.ports,
+            actions=self.ports,
+            rng=random.Random(seed),
+        )
+        self.bound = dict(inp.bound)
+        self.decisions = list(inp.decisions)
+        self.placements = dict(inp.placements)
+        self.evicted: list[str] = []
+        self.generation = 0  # bumps on every bind and every deletion
+        self.deleted_at = 0  # the generation of the last deletion
+        self.last_attempt: dict[str, int] = {}
+
+    def load(self) -> None:
+        core = self.core
+        for pc in self.inp.classes.values():
+            core.on_priority_class_set(pc)
+        for node in self.inp.nodes.values():
+            core.on_node_add(node)
+        for pod in self.inp.bound.values():
+            core.on_pod_add(pod)
+        self._sync_pdbs(deleted=())
+        for pod in self.inp.pending.values():
+            # Equal priorities go by creation time, then by document order (the queue's seq).
+            core.queue.add(pod, timestamp=pod.creation_time)
+
+    def run(self) -> None:
+        pods = len(self.inp.pending)
+        # The bound of the module docstring, with room to spare; reaching it is a bug.
+        limit = (pods + 1) * (4 * pods + 2 * len(self.bound) + 4)
+        for _ in range(limit):
+            result = self.core.schedule_one()
+            if result is None:
+                if not self._retry_waiting():
+                    return
+                continue
+            key = result.pod.key
+            self.last_attempt[key] = self.generation
+            if result.outcome == "skipped":
+                continue
+            self.decisions.append(_decision(result))
+            self._apply_binds()
+            self._apply_preemptions()
+        raise RuntimeError(f"simulation did not settle after {limit} cycles")
+
+    def _retry_waiting(self) -> bool:
+        waiting = self.core.queue.pending_pods()
+        keys = [
+            p.key for p in waiting[BACKOFF_Q] if self.last_attempt.get(p.key, -1) < self.generation
+        ]
+        keys += [
+            p.key
+            for p in waiting[UNSCHEDULABLE_Q]
+            if self.last_attempt.get(p.key, -1) < self.deleted_at
+        ]
+        if not keys:
+            return False
+        self.core.queue.activate(keys)
+        return True
+
+    def _apply_binds(self) -> None:
+        core = self.core
+        binds, self.ports.binds = self.ports.binds, []
+        for pod, node in binds:
             core.on_bind_result(pod.key, BindOutcome.OK)
-            core.on_pod_update(None, replace(pod, node_name=node, phase="Running"))
-            placements[pod.key] = node
-            generation += 1
-        ports.binds.clear()
-        for _preemptor, cand, lower in ports.preemptions:
+            running = replace(pod, node_name=node, phase="Running", start_time=self.clock.now())
+            core.on_pod_update(None, running)
+            self.bound[pod.key] = running
+            self.placements[pod.key] = node
+            self.generation += 1
+        if binds:
+            self._sync_pdbs(deleted=())
+
+    def _apply_preemptions(self) -> None:
+        core = self.core
+        preemptions, self.ports.preemptions = self.ports.preemptions, []
+        deleted: list[PodInfo] = []
+        for _preemptor, cand, lower in preemptions:
+            # As the live scheduler's prepare_candidate: lower-priority pods nominated to
+            # the node lose their nomination and look again at once.
             for p in lower:
                 core.queue.nominator.delete_nominated_pod_if_exists(p.key)
             core.queue.activate(p.key for p in lower)
             for v in cand.victims:
                 core.on_pod_delete(v)
-                evicted.append(v.key)
-                if v.key in placements:
-                    placements[v.key] = None  # a pod placed earlier in this run, evicted
-                generation += 1
-        ports.preemptions.clear()
-        core.flush()
-    else:
-        notes.append("simulation stopped after its attempt budget; some pods may still loop")
-    return SimulationResult(decisions, placements, evicted, notes)
+                self.bound.pop(v.key, None)
+                deleted.append(v)
+                self.evicted.append(v.key)
+                if v.key in self.placements:
+                    self.placements[v.key] = None  # placed earlier in this run, now evicted
+                self.generation += 1
+                self.deleted_at = self.generation
+        if deleted:
+            self._sync_pdbs(deleted=deleted)
+
+    def _sync_pdbs(self, *, deleted: Sequence[PodInfo]) -> None:
+        bound = list(self.bound.values())
+        for key, spec in self.inp.pdbs.items():
+            current = self.core.pdbs.get(key)
+            if not spec.has_status:
+                self.core.on_pdb_set(derive_pdb_status(spec, bound))
+            elif current is None:
+                self.core.on_pdb_set(spec)
+            else:
+                gone = sum(
+                    1
+                    for p in deleted
+                    if _controller_selects(spec, p)
+                    and not p.terminating
+                    and p.name not in spec.disrupted_pods
+                )
+                if gone:
+                    allowed = max(0, current.disruptions_allowed - gone)
+                    self.core.on_pdb_set(replace(current, disruptions_allowed=allowed))
+
+
+def _decision(result: CycleResult) -> dict[str, Any]:
+    key, outcome = result.pod.key, result.outcome
+    if outcome == "assumed":
+        return {"pod": key, "outcome": "scheduled", "node": result.node}
+    if outcome == "preempting":
+        return {
+            "pod": key,
+            "outcome": "preempting",
+            "node": result.node,
+            "victims": [v.key for v in result.victims],
+        }
+    if outcome == "unschedulable":
+        return {"pod": key, "outcome": "unschedulable", "message": result.message}
+    return {"pod": key, "outcome": "error", "message": result.message}
+
+
+def simulate(
+    documents: Sequence[Document], config: SchedulerConfig, *, seed: int = 0
+) -> SimulationResult:
+    """Run the scheduler over the documents. Raises InputError on bad input.
+
+    ``placements`` holds every pending input pod of the profile (those that it rejected
+    too), in document order: its node at the end of the run, or None. ``evicted``: the
+    victims of every preemption, in order. Runtime: one scheduling cycle per attempt."""
+    inp = _parse(documents, config)
+    sim = _Simulation(inp, config, seed)
+    sim.load()
+    sim.run()
+    return SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
 
 
 # ------------------------------------------------------------------------- CLI
 
 
-def _text(result: SimulationResult) -> str:
-    lines = [f"{'POD':40} {'OUTCOME':14} {'NODE':20} DETAIL"]
-    for d in result.decisions:
-        detail = d.get("message") or (
-            "victims: " + ", ".join(d["victims"]) if d.get("victims") else ""
+def _table(rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return [
+        "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)), r[-1]]).rstrip()
+        for r in rows
+    ]
+
+
+def to_text(result: SimulationResult) -> str:
+    """A table of the decisions with their reasons, then where every pod ended up."""
+    rows = [("#", "POD", "OUTCOME", "NODE", "DETAIL")]
+    for i, d in enumerate(result.decisions, 1):
+        if d["outcome"] == "preempting":
+            detail = "victims: " + ", ".join(d["victims"])
+        else:
+            detail = d.get("message", "")
+        rows.append((str(i), d["pod"], d["outcome"], d.get("node") or "-", detail))
+    lines = ["DECISIONS", *_table(rows), "", "PLACEMENTS"]
+    if result.placements:
+        lines += _table(
+            [("POD", "NODE")]
+            + [(pod, node or "(pending)") for pod, node in result.placements.items()]
         )
-        lines.append(f"{d['pod']:40} {d['outcome']:14} {d.get('node', '') or '-':20} {detail}")
-    lines.append("")
-    lines.append("placements:")
-    for pod, node in result.placements.items():
-        lines.append(f"  {pod:40} {node or '(pending)'}")
-    lines.append("evicted: " + (", ".join(result.evicted) if result.evicted else "(none)"))
+    else:
+        lines.append("(no pending pods)")
+    lines += ["", "EVICTED", *(result.evicted or ["(none)"])]
     return "\n".join(lines)
 
 
@@ -331,5 +601,5 @@ def main(args: argparse.Namespace) -> int:
     if output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
-        print(_text(result))
+        print(to_text(result))
     return 0

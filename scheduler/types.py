@@ -597,11 +597,18 @@ def _pod_requests(spec: Obj, status: Obj, obj: str) -> tuple[Resource, int, int]
     pod_level_set = any(_pod_level_supported(k) for k in pod_level)
     overhead = _parse_resource_list(spec.get("overhead"), "spec.overhead", obj)
 
+    # Most pods (all pending ones) report nothing: the three views are the spec's.
+    no_status = not infeasible and all(
+        c.allocated is c.spec and c.actuated is c.spec for c in containers
+    )
+
     def requests(defaults: ResourceList) -> ResourceList:
         spec_reqs = _aggregate(containers, lambda c: c.spec, defaults)
         if pod_alloc_raw is not None and pod_actual_raw is not None:
             # The kubelet reports pod-level aggregates: they replace the per-container ones.
             allocated, actuated = pod_alloc, pod_actual
+        elif no_status:
+            allocated = actuated = spec_reqs
         else:
             allocated = _aggregate(containers, lambda c: c.allocated, defaults)
             actuated = _aggregate(containers, lambda c: c.actuated, defaults)

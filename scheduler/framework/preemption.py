@@ -15,10 +15,14 @@ Flow of ``Evaluator.preempt`` for a pod that fit no node:
    the node is out. Otherwise put pods back, most important first (priority, then earlier
    start), PDB-violating ones before the others; a pod stays removed (is a victim) only if
    the preemptor no longer fits with it.
-4. Pick one node: fewest PDB violations, lowest highest-victim priority, smallest sum of
+4. Candidate filters (``candidate_filters``): the seam where an extender could veto.
+5. Pick one node: fewest PDB violations, lowest highest-victim priority, smallest sum of
    victim priorities (each shifted by 2^31), fewest victims, latest earliest start time of
-   the highest-priority victims, then the first.
-5. Candidate filters (``candidate_filters``): the seam where an extender could veto.
+   the highest-priority victims, then the first (``PICK_ONE_CRITERIA``;
+   ``pick_one_node_for_preemption_steps`` shows how each criterion split the candidates).
+
+Steps 1-5 are ``Evaluator.decide``, free of side effects (``explain`` runs it as is);
+``preempt`` adds the actions.
 
 No I/O here: the decision goes out through ``PreemptionActions`` (scheduler/kube in the live
 scheduler; an in-memory cluster in ``simulate``; recorders in tests).
@@ -27,8 +31,8 @@ scheduler; an in-memory cluster in ``simulate``; recorders in tests).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from scheduler.backend.cache.snapshot import Snapshot
@@ -43,12 +47,17 @@ from scheduler.framework.runtime import Framework
 from scheduler.types import NodeInfo, PDBInfo, PodInfo
 
 __all__ = [
+    "PICK_ONE_CRITERIA",
     "Candidate",
     "Evaluator",
+    "PickOneStep",
     "PreemptionActions",
+    "PreemptionDecision",
     "filter_victims_with_pdb_violation",
     "more_important",
+    "pdb_matches",
     "pick_one_node_for_preemption",
+    "pick_one_node_for_preemption_steps",
 ]
 
 MSG_NEVER = "not eligible due to preemptionPolicy=Never."
@@ -92,6 +101,16 @@ def _importance_key(p: PodInfo) -> tuple[int, float]:
     return (-p.priority, p.start_time)
 
 
+def pdb_matches(pdb: PDBInfo, pod: PodInfo) -> bool:
+    """Whether a PDB covers a pod for preemption, as upstream: same namespace, a non-empty
+    selector that matches the pod's labels (a PDB with no or an empty selector matches
+    nothing; a pod without labels is never covered)."""
+    if not pod.labels or pdb.namespace != pod.namespace:
+        return False
+    sel = pdb.selector
+    return sel is not None and not sel.is_empty() and sel.matches(pod.labels)
+
+
 def filter_victims_with_pdb_violation(
     pods: Sequence[PodInfo], pdbs: Sequence[PDBInfo]
 ) -> tuple[list[PodInfo], list[PodInfo]]:
@@ -104,21 +123,15 @@ def filter_victims_with_pdb_violation(
     ok: list[PodInfo] = []
     for pod in pods:
         bad = False
-        if pod.labels:
-            for i, pdb in enumerate(pdbs):
-                if pdb.namespace != pod.namespace:
-                    continue
-                sel = pdb.selector
-                if sel is None or sel.is_empty() or not sel.matches(pod.labels):
-                    continue
-                if pod.name in pdb.disrupted_pods:
-                    continue
-                allowed[i] -= 1
-                if allowed[i] < 0:
-                    # As upstream: the first PDB it would break settles it; the PDBs after
-                    # that one are not spent on this pod.
-                    bad = True
-                    break
+        for i, pdb in enumerate(pdbs):
+            if not pdb_matches(pdb, pod) or pod.name in pdb.disrupted_pods:
+                continue
+            allowed[i] -= 1
+            if allowed[i] < 0:
+                # As upstream: the first PDB it would break settles it; the PDBs after that
+                # one are not spent on this pod.
+                bad = True
+                break
         (violating if bad else ok).append(pod)
     return violating, ok
 
@@ -128,24 +141,82 @@ def _earliest_start_of_highest(victims: Sequence[PodInfo]) -> float:
     return min(v.start_time for v in victims if v.priority == top)
 
 
-def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
-    """Upstream's criteria in order; each keeps only the best-scoring nodes."""
-    if not candidates:
-        return None
-    score_funcs: list[Callable[[Candidate], float]] = [
-        lambda c: -c.num_pdb_violations,
-        lambda c: -c.victims[0].priority if c.victims else 0,
+# Upstream's pickOneNodeForPreemption criteria, in order: each keeps only the candidates
+# with the highest score (the names are what ``explain`` shows).
+PICK_ONE_CRITERIA: tuple[tuple[str, Callable[[Candidate], float]], ...] = (
+    ("fewest PDB violations", lambda c: -c.num_pdb_violations),
+    ("lowest highest-priority victim", lambda c: -c.victims[0].priority if c.victims else 0),
+    (
+        "smallest sum of victim priorities",
         lambda c: -sum(v.priority + _SHIFT for v in c.victims),
-        lambda c: -len(c.victims),
+    ),
+    ("fewest victims", lambda c: -len(c.victims)),
+    (
+        "latest start of the highest-priority victims",
         lambda c: _earliest_start_of_highest(c.victims) if c.victims else float("-inf"),
-    ]
+    ),
+)
+PICK_ONE_FIRST = "first in candidate order"
+
+
+@dataclass(frozen=True, slots=True)
+class PickOneStep:
+    """One criterion of ``pick_one_node_for_preemption`` as it was applied: the score of
+    every candidate still in the running, and the nodes it kept (best score)."""
+
+    criterion: str
+    scores: tuple[tuple[str, float], ...]  # (node, score) in candidate order
+    kept: tuple[str, ...]
+
+
+def pick_one_node_for_preemption_steps(
+    candidates: Sequence[Candidate],
+) -> tuple[Candidate | None, list[PickOneStep]]:
+    """``pick_one_node_for_preemption`` with its working shown: the criteria are applied
+    in order until one candidate is left; a tie after all of them goes to the first
+    candidate (a last step named ``PICK_ONE_FIRST``). Criteria not reached are not listed.
+    Runtime complexity: O(criteria x candidates x victims)."""
+    if not candidates:
+        return None, []
+    steps: list[PickOneStep] = []
     remaining = list(candidates)
-    for f in score_funcs:
-        best = max(f(c) for c in remaining)
-        remaining = [c for c in remaining if f(c) == best]
+    for name, f in PICK_ONE_CRITERIA:
+        scores = [(c.node_name, f(c)) for c in remaining]
+        best = max(score for _, score in scores)
+        remaining = [c for c, (_, score) in zip(remaining, scores, strict=True) if score == best]
+        steps.append(PickOneStep(name, tuple(scores), tuple(c.node_name for c in remaining)))
         if len(remaining) == 1:
-            return remaining[0]
-    return remaining[0]
+            return remaining[0], steps
+    steps.append(
+        PickOneStep(
+            PICK_ONE_FIRST,
+            tuple((c.node_name, 0.0) for c in remaining),
+            (remaining[0].node_name,),
+        )
+    )
+    return remaining[0], steps
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
+    """Upstream's criteria in order (``PICK_ONE_CRITERIA``); each keeps only the
+    best-scoring nodes; a tie after all of them goes to the first candidate."""
+    return pick_one_node_for_preemption_steps(candidates)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionDecision:
+    """What ``Evaluator.decide`` found, before any action. ``result``/``status`` are what
+    ``preempt`` returns when the actions succeed; ``candidates`` are the dry run's (after
+    candidate filters), ``node_statuses`` the potential nodes the dry run rejected, and
+    ``potential`` the names of the nodes preemption could help (in snapshot order)."""
+
+    result: PostFilterResult | None
+    status: Status
+    candidates: tuple[Candidate, ...] = ()
+    node_statuses: Mapping[str, Status] = field(default_factory=dict)
+    potential: tuple[str, ...] = ()
+    offset: int = 0
+    best: Candidate | None = None
 
 
 @dataclass
@@ -277,19 +348,89 @@ class Evaluator:
         return non_violating + violating, statuses
 
     # ------------------------------------------------------------------ the whole thing
-    def find_candidates(
-        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
-    ) -> tuple[list[Candidate], dict[str, Status]]:
-        potential = [
+    def potential_nodes(self, statuses: Mapping[str, Status]) -> list[NodeInfo]:
+        """The nodes preemption might help: those whose filter status was UNSCHEDULABLE
+        (an UNSCHEDULABLE_AND_UNRESOLVABLE rejection survives any eviction)."""
+        return [
             ni
             for ni in self.snapshot.node_info_list
             if (st := statuses.get(ni.name)) is not None and st.code == Code.UNSCHEDULABLE
         ]
+
+    def find_candidates(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        statuses: Mapping[str, Status],
+        *,
+        offset: int | None = None,
+    ) -> tuple[list[Candidate], dict[str, Status]]:
+        """Dry-run the potential nodes from ``offset`` (None: a random one, as upstream)."""
+        potential = self.potential_nodes(statuses)
         if not potential:
             return [], {}
-        offset = self.rng.randrange(len(potential))
+        if offset is None:
+            offset = self.rng.randrange(len(potential))
         return self.dry_run_preemption(
             state, pod, potential, list(self.pdbs()), offset, self.num_candidates(len(potential))
+        )
+
+    def decide(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        statuses: Mapping[str, Status],
+        *,
+        offset: int | None = None,
+    ) -> PreemptionDecision:
+        """Everything ``preempt`` does short of acting: eligibility, the dry run, the
+        candidate filters and the pick. No side effects (``explain`` calls it with a fixed
+        ``offset``; None draws one from ``rng`` as upstream)."""
+        nominated = self._nominated_node(pod)
+        ok, msg = self.pod_eligible_to_preempt_others(
+            pod, statuses.get(nominated) if nominated else None
+        )
+        if not ok:
+            return PreemptionDecision(None, Status.unschedulable(msg))
+        all_nodes = self.snapshot.num_nodes()
+        if all_nodes == 0:
+            return PreemptionDecision(None, Status.error("no nodes available"))
+        potential = tuple(ni.name for ni in self.potential_nodes(statuses))
+        if potential and offset is None:
+            offset = self.rng.randrange(len(potential))
+        found, node_statuses = self.find_candidates(state, pod, statuses, offset=offset or 0)
+        candidates = tuple(found)
+        seen = PreemptionDecision(
+            None, Status(), candidates, node_statuses, potential, offset=offset or 0
+        )
+        errors = [s for s in node_statuses.values() if s.code == Code.ERROR]
+        if errors and not candidates:
+            return replace(seen, status=errors[0])
+        if not candidates:
+            msg = fit_error_message(all_nodes, node_statuses, absent_reason=MSG_NOT_HELPFUL)
+            return replace(seen, result=PostFilterResult(""), status=Status.unschedulable(msg))
+        filtered = list(candidates)
+        for f in self.candidate_filters:
+            filtered = f(pod, filtered)
+            if not filtered:
+                msg = "no candidate node for preemption"
+                return replace(seen, candidates=(), status=Status.unschedulable(msg))
+        best = pick_one_node_for_preemption(filtered)
+        if best is None:
+            msg = "no candidate node for preemption"
+            return replace(seen, candidates=tuple(filtered), status=Status.unschedulable(msg))
+        return replace(
+            seen,
+            result=PostFilterResult(best.node_name),
+            status=Status(
+                Code.SUCCESS,
+                (
+                    f"found a potential placement for pod on node {best.node_name}, "
+                    f"preempting {len(best.victims)} victims",
+                ),
+            ),
+            candidates=tuple(filtered),
+            best=best,
         )
 
     def preempt(
@@ -300,42 +441,17 @@ class Evaluator:
         (result with "" node, UNSCHEDULABLE): preemption cannot help — clear the nomination;
         (result with node, SUCCESS): victims chosen and handed to the actions port."""
         self.last_candidate = None
-        nominated = self._nominated_node(pod)
-        ok, msg = self.pod_eligible_to_preempt_others(
-            pod, statuses.get(nominated) if nominated else None
-        )
-        if not ok:
-            return None, Status.unschedulable(msg)
-        all_nodes = self.snapshot.num_nodes()
-        if all_nodes == 0:
-            return None, Status.error("no nodes available")
-        candidates, node_statuses = self.find_candidates(state, pod, statuses)
-        errors = [s for s in node_statuses.values() if s.code == Code.ERROR]
-        if errors and not candidates:
-            return None, errors[0]
-        if not candidates:
-            msg = fit_error_message(all_nodes, node_statuses, absent_reason=MSG_NOT_HELPFUL)
-            return PostFilterResult(""), Status.unschedulable(msg)
-        for f in self.candidate_filters:
-            candidates = f(pod, candidates)
-            if not candidates:
-                return None, Status.unschedulable("no candidate node for preemption")
-        best = pick_one_node_for_preemption(candidates)
+        decision = self.decide(state, pod, statuses)
+        best = decision.best
         if best is None:
-            return None, Status.unschedulable("no candidate node for preemption")
+            return decision.result, decision.status
         self.last_candidate = best
         if self.actions is not None:
             lower = self.lower_priority_nominated_pods(pod, best.node_name)
             st = self.actions.prepare_candidate(pod, best, lower)
             if not st.is_success():
                 return None, st
-        return PostFilterResult(best.node_name), Status(
-            Code.SUCCESS,
-            (
-                f"found a potential placement for pod on node {best.node_name}, "
-                f"preempting {len(best.victims)} victims",
-            ),
-        )
+        return decision.result, decision.status
 
     def lower_priority_nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
         nom = self.framework.nominator

@@ -39,7 +39,16 @@ from scheduler.framework.interface import (
 )
 from scheduler.types import NodeInfo, PodInfo
 
-__all__ = ["Framework"]
+__all__ = ["Framework", "PluginScores"]
+
+
+@dataclass(frozen=True, slots=True)
+class PluginScores:
+    """One score plugin's normalised scores of a list of nodes, and its weight."""
+
+    plugin: str
+    weight: int
+    scores: tuple[int, ...]
 
 
 @dataclass(slots=True)
@@ -267,18 +276,27 @@ class Framework:
                 return st.with_plugin(p.name)
         return SUCCESS
 
-    def run_score(
+    def run_score_plugins(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
-    ) -> list[NodeScore]:
-        """Weighted sum of each plugin's normalised 0..100 scores, per node."""
-        totals = [0] * len(nodes)
+    ) -> list[PluginScores]:
+        """Each score plugin's normalised 0..100 scores of ``nodes`` (in their order), with
+        its weight; plugins that PreScore skipped are left out."""
+        out: list[PluginScores] = []
         for w in self.score_plugins:
             p = w.plugin
             if p.name in state.skip_score_plugins:
                 continue
             scores = [p.score(state, pod, ni) for ni in nodes]
             p.normalize_scores(state, pod, scores)
-            weight = w.weight
-            for i, s in enumerate(scores):
-                totals[i] += s * weight
+            out.append(PluginScores(p.name, w.weight, tuple(scores)))
+        return out
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> list[NodeScore]:
+        """Weighted sum of each plugin's normalised 0..100 scores, per node."""
+        totals = [0] * len(nodes)
+        for ps in self.run_score_plugins(state, pod, nodes):
+            for i, s in enumerate(ps.scores):
+                totals[i] += s * ps.weight
         return [NodeScore(ni.name, totals[i]) for i, ni in enumerate(nodes)]

@@ -119,9 +119,9 @@ class KubeClient:
             status = e.status or 0
             data = e.body or b""
             if not status:
-                raise Unreachable(f"{method} {path}: {e.reason}") from e
+                raise Unreachable(self._unreachable(method, path, e.reason)) from e
         except (urllib3.exceptions.HTTPError, OSError) as e:
-            raise Unreachable(f"{method} {path}: {e}") from e
+            raise Unreachable(self._unreachable(method, path, e)) from e
         text = data.decode() if isinstance(data, bytes | bytearray) else str(data or "")
         if status >= 300:
             detail = text
@@ -135,6 +135,13 @@ class KubeClient:
         except ValueError as e:
             raise ApiError(f"{method} {path}: response is not JSON") from e
         return out if isinstance(out, dict) else {"items": out}
+
+    def _unreachable(self, method: str, path: str, err: object) -> str:
+        reason = getattr(err, "reason", None) or err
+        text = str(reason)
+        if "Errno" in text:  # "... [Errno 111] Connection refused')" -> "Connection refused"
+            text = text.split("]", 1)[-1].strip(" '\")\"")
+        return f"cannot reach the API server at {self.host} ({method} {path}): {text}"
 
     # ------------------------------------------------------------------ async
     async def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:

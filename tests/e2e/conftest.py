@@ -137,7 +137,22 @@ class Cluster:
         wait_for(all_ready, timeout, f"kwok nodes {names} to be Ready and untainted")
         return names
 
-    def delete_created_nodes(self) -> None:
+    def delete_created_nodes(self, drain_timeout: float = 30.0) -> None:
+        """Delete the nodes this session made, after giving their pods (in namespaces being
+        deleted) a bounded chance to finish terminating, so none is left orphaned."""
+
+        def drained() -> bool:
+            for name in self.created_nodes:
+                if self.core.list_pod_for_all_namespaces(
+                    field_selector=f"spec.nodeName={name}"
+                ).items:
+                    return False
+            return True
+
+        try:
+            wait_for(drained, drain_timeout, "pods on the e2e nodes to finish terminating")
+        except AssertionError as err:  # best effort: pod GC removes orphans later
+            print(f"warning: {err}", file=sys.stderr)
         for name in self.created_nodes:
             try:
                 self.core.delete_node(name)

@@ -11,6 +11,9 @@ import pytest
 from scheduler.config import (
     ALL_PLUGINS,
     DEFAULT_SCORE_WEIGHTS,
+    FILTER_PLUGINS,
+    POST_FILTER_PLUGINS,
+    SCORE_PLUGINS,
     ConfigError,
     DefaultPreemptionArgs,
     LeaderElectionConfig,
@@ -19,7 +22,6 @@ from scheduler.config import (
     load_config,
     parse_config,
 )
-from scheduler.config import FILTER_PLUGINS, POST_FILTER_PLUGINS, SCORE_PLUGINS  # noqa: I001
 
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -67,7 +69,7 @@ def test_top_level_fields() -> None:
             "podMaxBackoffSeconds": 20,
             "parallelism": 16,
             "asyncPreemption": False,
-            "httpBindAddress": "0.0.0.0",  # noqa: S104 (a config value)
+            "httpBindAddress": "0.0.0.0",
             "httpPort": 8080,
             "clientConnection": {"qps": 20, "burst": 40, "kubeconfig": "/x"},
         }
@@ -75,7 +77,7 @@ def test_top_level_fields() -> None:
     assert cfg.percentage_of_nodes_to_score == 50
     assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (2.0, 20.0)
     assert cfg.async_preemption is False
-    assert (cfg.http_bind_address, cfg.http_port) == ("0.0.0.0", 8080)  # noqa: S104
+    assert (cfg.http_bind_address, cfg.http_port) == ("0.0.0.0", 8080)
     assert (cfg.qps, cfg.burst) == (20.0, 40)
 
 
@@ -91,7 +93,12 @@ def test_top_level_fields() -> None:
             id="disable one filter",
         ),
         pytest.param(
-            {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesFit", "weight": 5}]}},
+            {
+                "score": {
+                    "disabled": [{"name": "*"}],
+                    "enabled": [{"name": "NodeResourcesFit", "weight": 5}],
+                }
+            },
             FILTER_PLUGINS,
             ("NodeResourcesFit",),
             POST_FILTER_PLUGINS,
@@ -118,7 +125,10 @@ def test_top_level_fields() -> None:
             {
                 "multiPoint": {
                     "disabled": [{"name": "*"}],
-                    "enabled": [{"name": "NodeResourcesFit", "weight": 3}, {"name": "DefaultPreemption"}],
+                    "enabled": [
+                        {"name": "NodeResourcesFit", "weight": 3},
+                        {"name": "DefaultPreemption"},
+                    ],
                 }
             },
             ("NodeResourcesFit",),
@@ -225,7 +235,12 @@ def test_node_resources_fit_args() -> None:
             id="compound and milliseconds",
         ),
         pytest.param(
-            {"leaderElect": False, "resourceName": "x", "resourceNamespace": "y", "resourceLock": "leases"},
+            {
+                "leaderElect": False,
+                "resourceName": "x",
+                "resourceNamespace": "y",
+                "resourceLock": "leases",
+            },
             LeaderElectionConfig(leader_elect=False, resource_name="x", resource_namespace="y"),
             id="names",
         ),
@@ -239,7 +254,11 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
     ("raw", "field_path"),
     [
         pytest.param({**API, "bogus": 1}, "bogus", id="unknown top-level field"),
-        pytest.param({**API, "leaderElection": {"leaseDuraton": "1s"}}, "leaderElection.leaseDuraton", id="typo"),
+        pytest.param(
+            {**API, "leaderElection": {"leaseDuraton": "1s"}},
+            "leaderElection.leaseDuraton",
+            id="typo",
+        ),
         pytest.param(
             _plugins(filter={"enabled": [{"name": "Nope"}]}),
             "profiles[0].plugins.filter.enabled[0].name",
@@ -266,7 +285,10 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             id="percentage out of range",
         ),
         pytest.param(
-            _args("DefaultPreemption", {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}),
+            _args(
+                "DefaultPreemption",
+                {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0},
+            ),
             "profiles[0].pluginConfig[0].args",
             id="both candidate minimums zero",
         ),
@@ -281,7 +303,10 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             id="unknown scoring strategy",
         ),
         pytest.param(
-            _args("NodeResourcesFit", {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}}),
+            _args(
+                "NodeResourcesFit",
+                {"scoringStrategy": {"resources": [{"name": "cpu", "weight": 101}]}},
+            ),
             "profiles[0].pluginConfig[0].args.scoringStrategy.resources[0].weight",
             id="resource weight out of range",
         ),
@@ -305,7 +330,10 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
                     "scoringStrategy": {
                         "type": "RequestedToCapacityRatio",
                         "requestedToCapacityRatio": {
-                            "shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]
+                            "shape": [
+                                {"utilization": 50, "score": 1},
+                                {"utilization": 50, "score": 2},
+                            ]
                         },
                     }
                 },
@@ -313,9 +341,17 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio.shape[1].utilization",
             id="shape utilization not increasing",
         ),
-        pytest.param({**API, "percentageOfNodesToScore": "50"}, "percentageOfNodesToScore", id="string for int"),
-        pytest.param({**API, "percentageOfNodesToScore": True}, "percentageOfNodesToScore", id="bool for int"),
-        pytest.param({**API, "podMaxBackoffSeconds": 0}, "podMaxBackoffSeconds", id="zero max backoff"),
+        pytest.param(
+            {**API, "percentageOfNodesToScore": "50"},
+            "percentageOfNodesToScore",
+            id="string for int",
+        ),
+        pytest.param(
+            {**API, "percentageOfNodesToScore": True}, "percentageOfNodesToScore", id="bool for int"
+        ),
+        pytest.param(
+            {**API, "podMaxBackoffSeconds": 0}, "podMaxBackoffSeconds", id="zero max backoff"
+        ),
         pytest.param(
             {**API, "podInitialBackoffSeconds": 5, "podMaxBackoffSeconds": 2},
             "podMaxBackoffSeconds",
@@ -323,7 +359,9 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
         ),
         pytest.param({**API, "asyncPreemption": "yes"}, "asyncPreemption", id="string for bool"),
         pytest.param({**API, "httpPort": 70000}, "httpPort", id="port out of range"),
-        pytest.param({**API, "clientConnection": {"qps": -1}}, "clientConnection.qps", id="negative qps"),
+        pytest.param(
+            {**API, "clientConnection": {"qps": -1}}, "clientConnection.qps", id="negative qps"
+        ),
         pytest.param(
             {**API, "leaderElection": {"leaseDuration": "15"}},
             "leaderElection.leaseDuration",

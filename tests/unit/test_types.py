@@ -221,7 +221,9 @@ def _pod(
             id="multiple restartable and regular init containers",
         ),
         pytest.param(
-            _pod(containers=[{"cpu": "100"}], inits=[({"cpu": "10"}, True), ({"cpu": "200"}, False)]),
+            _pod(
+                containers=[{"cpu": "100"}], inits=[({"cpu": "10"}, True), ({"cpu": "200"}, False)]
+            ),
             Resource(milli_cpu=210_000),
             id="restartable-init, init and regular",
         ),
@@ -235,7 +237,8 @@ def _pod(
         pytest.param(
             _pod(containers=[{"cpu": "2m"}], pod_level={"memory": "2Mi"}),
             Resource(milli_cpu=2, memory=2 * Mi),
-            id="pod level memory and container level cpu resources with SkipPodLevelResources false",
+            id="pod level memory and container level cpu resources with "
+            "SkipPodLevelResources false",
         ),
         pytest.param(
             _pod(containers=[{"memory": "3Mi"}], pod_level={"storage": "2Mi"}),
@@ -256,20 +259,28 @@ def _pod(
                 inits=[({"memory": "5Mi", "cpu": "4m"}, True)],
             ),
             Resource(milli_cpu=6, memory=8 * Mi),
-            id="container-level resources and sidecar container set with SkipPodLevelResources false",
+            id="container-level resources and sidecar container set with "
+            "SkipPodLevelResources false",
         ),
         pytest.param(
             _pod(
                 containers=[{"memory": "3Mi", "cpu": "2m"}],
-                inits=[({"memory": "5Mi", "cpu": "4m"}, True), ({"memory": "6Mi", "cpu": "8m"}, False)],
+                inits=[
+                    ({"memory": "5Mi", "cpu": "4m"}, True),
+                    ({"memory": "6Mi", "cpu": "8m"}, False),
+                ],
             ),
             Resource(milli_cpu=12, memory=11 * Mi),
-            id="container-level resources, init and sidecar container set with SkipPodLevelResources false",
+            id="container-level resources, init and sidecar container set with "
+            "SkipPodLevelResources false",
         ),
         pytest.param(
             _pod(
                 containers=[{"memory": "3Mi", "cpu": "2m"}],
-                inits=[({"memory": "5Mi", "cpu": "4m"}, True), ({"memory": "6Mi", "cpu": "8m"}, False)],
+                inits=[
+                    ({"memory": "5Mi", "cpu": "4m"}, True),
+                    ({"memory": "6Mi", "cpu": "8m"}, False),
+                ],
                 pod_level={"memory": "15Mi", "cpu": "18m"},
             ),
             Resource(milli_cpu=18, memory=15 * Mi),
@@ -282,16 +293,24 @@ def _pod(
             id="pod-level resources, hugepage request/limit single page size",
         ),
         pytest.param(
-            _pod(containers=[{"hugepages-2Mi": "6Mi"}], pod_level={"cpu": "1", "hugepages-2Mi": "10Mi"}),
+            _pod(
+                containers=[{"hugepages-2Mi": "6Mi"}],
+                pod_level={"cpu": "1", "hugepages-2Mi": "10Mi"},
+            ),
             Resource(milli_cpu=1000, scalar={"hugepages-2Mi": 10 * Mi}),
-            id="pod-level resources, container-level resources, hugepage request/limit single page size",
+            id="pod-level resources, container-level resources, hugepage request/limit "
+            "single page size",
         ),
         pytest.param(
             _pod(
                 containers=[{"memory": "4Mi", "hugepages-1Gi": "1Gi"}],
                 pod_level={"cpu": "1", "hugepages-2Mi": "10Mi"},
             ),
-            Resource(milli_cpu=1000, memory=4 * Mi, scalar={"hugepages-2Mi": 10 * Mi, "hugepages-1Gi": Gi}),
+            Resource(
+                milli_cpu=1000,
+                memory=4 * Mi,
+                scalar={"hugepages-2Mi": 10 * Mi, "hugepages-1Gi": Gi},
+            ),
             id="pod-level resources, container-level resources, hugepage request/limit multiple "
             "page sizes between pod-level and container-level",
         ),
@@ -336,7 +355,9 @@ def _resized(
         b.init_container(init[0]).container_status("i0", actual=init[1], init=True)
     if sidecar is not None:
         name = f"i{1 if init is not None else 0}"
-        b.init_container(sidecar[0], sidecar=True).container_status(name, actual=sidecar[1], init=True)
+        b.init_container(sidecar[0], sidecar=True).container_status(
+            name, actual=sidecar[1], init=True
+        )
     if condition == "InProgress":
         b.condition("PodResizeInProgress")
     elif condition:
@@ -398,7 +419,9 @@ def _resized(
             id="Pod with init container and no pending resize",
         ),
         pytest.param(
-            _resized(requests=CPU500, status=CPU500, init=(CPU700, CPU700), sidecar=(CPU700, CPU700)),
+            _resized(
+                requests=CPU500, status=CPU500, init=(CPU700, CPU700), sidecar=(CPU700, CPU700)
+            ),
             1200,
             1300 * M,
             id="Pod with sider container and no pending resize",
@@ -498,7 +521,9 @@ def test_per_resource_three_way_maximum() -> None:
             id="requestless container",
         ),
         pytest.param(
-            make_pod("p").req(cpu="500m", memory="500M").container({"cpu": "700m", "memory": "800M"}),
+            make_pod("p")
+            .req(cpu="500m", memory="500M")
+            .container({"cpu": "700m", "memory": "800M"}),
             1200,
             1300 * M,
             id="2X container with requests",
@@ -569,15 +594,18 @@ def test_host_ports_from_containers_and_sidecars_only() -> None:
         .info()
     )
     assert set(pod.host_ports) == {
-        HostPort("0.0.0.0", "TCP", 80),  # noqa: S104 (a value, not a bind)
+        HostPort("0.0.0.0", "TCP", 80),
         HostPort("10.0.0.1", "UDP", 53),
-        HostPort("0.0.0.0", "TCP", 9090),  # noqa: S104
+        HostPort("0.0.0.0", "TCP", 9090),
     }
 
 
 def test_container_port_without_host_port_is_not_a_host_port() -> None:
     o = make_pod("p").obj()
-    o["spec"]["containers"][0]["ports"] = [{"containerPort": 80}, {"containerPort": 81, "hostPort": 0}]
+    o["spec"]["containers"][0]["ports"] = [
+        {"containerPort": 80},
+        {"containerPort": 81, "hostPort": 0},
+    ]
     assert pod_from_dict(o).host_ports == ()
 
 
@@ -587,10 +615,15 @@ def test_container_port_without_host_port_is_not_a_host_port() -> None:
         pytest.param(make_pod("p"), False, False, id="no condition"),
         pytest.param(make_pod("p").terminating(), False, False, id="terminating, no condition"),
         pytest.param(
-            make_pod("p").terminating(by_preemption=True), True, True, id="terminating by preemption"
+            make_pod("p").terminating(by_preemption=True),
+            True,
+            True,
+            id="terminating by preemption",
         ),
         pytest.param(
-            make_pod("p").terminating().condition("DisruptionTarget", reason="EvictionByEvictionAPI"),
+            make_pod("p")
+            .terminating()
+            .condition("DisruptionTarget", reason="EvictionByEvictionAPI"),
             True,
             False,
             id="evicted by the eviction API",
@@ -644,11 +677,20 @@ def test_node_affinity_and_tolerations_are_parsed() -> None:
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {
                         "nodeSelectorTerms": [
-                            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                            {
+                                "matchExpressions": [
+                                    {"key": "zone", "operator": "In", "values": ["a"]}
+                                ]
+                            }
                         ]
                     },
                     "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": 3, "preference": {"matchExpressions": [{"key": "x", "operator": "Exists"}]}}
+                        {
+                            "weight": 3,
+                            "preference": {
+                                "matchExpressions": [{"key": "x", "operator": "Exists"}]
+                            },
+                        }
                     ],
                 }
             }
@@ -660,7 +702,9 @@ def test_node_affinity_and_tolerations_are_parsed() -> None:
     assert pod.node_selector == {"disk": "ssd"}
     assert pod.required_node_affinity is not None
     (term,) = pod.required_node_affinity
-    assert [(r.key, r.operator, r.values) for r in term.match_expressions] == [("zone", "In", ("a",))]
+    assert [(r.key, r.operator, r.values) for r in term.match_expressions] == [
+        ("zone", "In", ("a",))
+    ]
     assert [(w, t.match_expressions[0].key) for w, t in pod.preferred_node_affinity] == [(3, "x")]
     assert [(t.key, t.operator, t.value, t.effect) for t in pod.tolerations] == [
         ("k", "Equal", "v", "NoSchedule"),
@@ -688,7 +732,9 @@ def _set(obj: dict[str, Any], path: str, v: Any) -> dict[str, Any]:
     ("obj", "field_path"),
     [
         pytest.param(
-            _set(make_pod("p").obj(), "spec.containers[0].resources", {"requests": {"cpu": "lots"}}),
+            _set(
+                make_pod("p").obj(), "spec.containers[0].resources", {"requests": {"cpu": "lots"}}
+            ),
             "spec.containers[0].resources.requests.cpu",
             id="bad cpu quantity",
         ),
@@ -708,7 +754,9 @@ def _set(obj: dict[str, Any], path: str, v: Any) -> dict[str, Any]:
             id="bad allocated quantity",
         ),
         pytest.param(
-            _set(make_pod("p").obj(), "spec.priority", "high"), "spec.priority", id="priority not int"
+            _set(make_pod("p").obj(), "spec.priority", "high"),
+            "spec.priority",
+            id="priority not int",
         ),
         pytest.param(
             make_pod("p").preemption_policy("Sometimes").obj(),
@@ -726,7 +774,9 @@ def _set(obj: dict[str, Any], path: str, v: Any) -> dict[str, Any]:
                 {
                     "nodeAffinity": {
                         "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Is"}]}]
+                            "nodeSelectorTerms": [
+                                {"matchExpressions": [{"key": "a", "operator": "Is"}]}
+                            ]
                         }
                     }
                 }
@@ -743,7 +793,9 @@ def _set(obj: dict[str, Any], path: str, v: Any) -> dict[str, Any]:
                     "podAffinity": {
                         "requiredDuringSchedulingIgnoredDuringExecution": [
                             {
-                                "labelSelector": {"matchExpressions": [{"key": "a", "operator": "Gt"}]},
+                                "labelSelector": {
+                                    "matchExpressions": [{"key": "a", "operator": "Gt"}]
+                                },
                                 "topologyKey": "zone",
                             }
                         ]
@@ -925,7 +977,7 @@ def test_node_info_add_remove_keeps_sums() -> None:
     assert ni.requested == Resource(milli_cpu=1500, memory=Gi, scalar={"nvidia.com/gpu": 1})
     assert ni.non_zero_cpu == 1000 + 500 + DEFAULT_MILLI_CPU_REQUEST
     assert ni.non_zero_mem == Gi + 2 * DEFAULT_MEMORY_REQUEST
-    assert ni.used_ports == {("0.0.0.0", "TCP", 80): 1}  # noqa: S104
+    assert ni.used_ports == {("0.0.0.0", "TCP", 80): 1}
     assert (ni.pods_with_affinity, ni.pods_with_required_anti_affinity) == (1, 1)
     assert ni.generation == 3
 
@@ -937,7 +989,7 @@ def test_node_info_add_remove_keeps_sums() -> None:
 
     ni.add_pod(a, generation=6)  # re-adding a pod replaces it
     ni.check_invariants()
-    assert len(ni.pods) == 2 and ni.used_ports == {("0.0.0.0", "TCP", 80): 1}  # noqa: S104
+    assert len(ni.pods) == 2 and ni.used_ports == {("0.0.0.0", "TCP", 80): 1}
 
     for key in list(ni.pods):
         ni.remove_pod(key)
@@ -957,7 +1009,7 @@ def test_node_info_clone_is_independent() -> None:
     ni.check_invariants()
     assert set(ni.pods) == {"default/a", "default/b", "default/c"}
     assert ni.requested.milli_cpu == 1500
-    assert ("0.0.0.0", "TCP", 443) not in ni.used_ports  # noqa: S104
+    assert ("0.0.0.0", "TCP", 443) not in ni.used_ports
 
 
 def test_node_info_check_invariants_catches_drift() -> None:

@@ -74,6 +74,7 @@ class QueuedPodInfo:
     _backoff_key: tuple[float, int, str] | None = None
     _in_flight_since: int = 0
     _updated_in_flight: bool = False
+    _deleted_in_flight: bool = False  # deleted during its cycle: its failure is dropped
 
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
@@ -117,7 +118,6 @@ class PriorityQueue:
         self._seq = itertools.count()
         self._event_seq = itertools.count(1)
         self._in_flight_events: list[tuple[int, ClusterEvent, Any, Any]] = []
-        self._deleted_in_flight: set[str] = set()
         self.closed = False
 
     # ------------------------------------------------------------------ internals
@@ -234,7 +234,7 @@ class PriorityQueue:
         self.nominator.delete_nominated_pod_if_exists(key)
         where = self._where.get(key)
         if where == IN_FLIGHT:
-            self._deleted_in_flight.add(key)
+            self._infos[key]._deleted_in_flight = True
         return self._detach(key) is not None
 
     def contains(self, key: str) -> bool:
@@ -270,7 +270,6 @@ class PriorityQueue:
         """The cycle of an in-flight pod ended with the pod bound (or assumed). O(1)."""
         if self._where.get(key) == IN_FLIGHT:
             self._detach(key)
-        self._deleted_in_flight.discard(key)
         self._prune_in_flight_events()
 
     def add_unschedulable_if_not_present(self, qpi: QueuedPodInfo) -> None:
@@ -278,14 +277,13 @@ class PriorityQueue:
         unless an event that may help them came while they were in flight; errored pods and
         such lucky ones go to backoffQ."""
         key = qpi.pod.key
-        if key in self._deleted_in_flight:
-            self._deleted_in_flight.discard(key)
+        if qpi._deleted_in_flight:
             self._prune_in_flight_events()
             return
-        if self._where.get(key) == IN_FLIGHT:
+        if key in self._where:
+            if self._infos[key] is not qpi or self._where[key] != IN_FLIGHT:
+                return  # already back in a queue (e.g. deleted and re-created meanwhile)
             self._detach(key)
-        elif key in self._where:
-            return  # already back in a queue (e.g. re-added by an update)
         qpi.timestamp = self.clock.now()
         helped = qpi.errored or not qpi.unschedulable_plugins or qpi._updated_in_flight
         if not helped:

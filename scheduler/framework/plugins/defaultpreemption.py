@@ -25,6 +25,15 @@ from scheduler.framework.preemption import Evaluator
 from scheduler.types import PodInfo
 
 
+def prefixed(st: Status) -> Status:
+    """The plugin's status for an Evaluator status: upstream prefixes every message with
+    "preemption: ", the success one included."""
+    msg = st.message()
+    if msg:
+        return Status(st.code, ("preemption: " + msg,), DefaultPreemption.name)
+    return st.with_plugin(DefaultPreemption.name)
+
+
 class DefaultPreemption:
     name = names.DEFAULT_PREEMPTION
 
@@ -37,11 +46,7 @@ class DefaultPreemption:
     ) -> tuple[PostFilterResult | None, Status]:
         self.attempts += 1
         result, st = self.evaluator.preempt(state, pod, statuses)
-        msg = st.message()
-        if msg:
-            # Upstream prefixes every message, the success one included.
-            return result, Status(st.code, ("preemption: " + msg,), self.name)
-        return result, st.with_plugin(self.name)
+        return result, prefixed(st)
 
     def events_to_register(self) -> Iterable[EventRegistration]:
         def skip(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

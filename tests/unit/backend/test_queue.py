@@ -257,9 +257,7 @@ def test_flush_left_over_respects_backoff(clock: FakeClock) -> None:
 # --------------------------------------------------------------------------- precise moves
 
 
-def test_fit_rejected_pod_moves_on_assigned_pod_delete(
-    q: PriorityQueue, clock: FakeClock
-) -> None:
+def test_fit_rejected_pod_moves_on_assigned_pod_delete(q: PriorityQueue, clock: FakeClock) -> None:
     park(q, pod("p"), names.NODE_RESOURCES_FIT)
     clock.step(5)
     gone = make_pod("other").req(cpu="2").node("n1").info()
@@ -410,6 +408,20 @@ def test_delete_while_in_flight_drops_the_pod_for_good(q: PriorityQueue) -> None
     assert q.delete("default/p")
     fail(q, qpi, names.NODE_RESOURCES_FIT)
     assert not q.contains("default/p") and len(q) == 0
+
+
+def test_failure_of_a_deleted_incarnation_leaves_the_recreated_pod_alone(
+    q: PriorityQueue,
+) -> None:
+    q.add(pod("p"))
+    old = pop(q, "default/p")
+    q.delete("default/p")
+    q.add(pod("p", 3))  # re-created under the same name while the old cycle runs
+    new = pop(q, "default/p")
+    fail(q, old, names.NODE_RESOURCES_FIT)  # the deleted incarnation's failure is dropped
+    assert q.where("default/p") == IN_FLIGHT and q.get("default/p") is new
+    fail(q, new, names.NODE_RESOURCES_FIT)
+    assert q.where("default/p") == UNSCHEDULABLE_Q
 
 
 # --------------------------------------------------------------------------- updates

@@ -83,7 +83,9 @@ class CountingPreFilter:
     def pre_filter_extensions(self) -> CountingPreFilter:
         return self
 
-    def add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo, node_info: NodeInfo) -> Status:
+    def add_pod(
+        self, state: CycleState, pod: PodInfo, to_add: PodInfo, node_info: NodeInfo
+    ) -> Status:
         if self.fail_add:
             return Status.unschedulable("cannot add")
         state.read(self.name).append(to_add.name)
@@ -105,7 +107,9 @@ class CountingPreFilter:
     [
         pytest.param([], Code.SUCCESS, id="no nominated pods: fits"),
         pytest.param(
-            [pod("big", 10, "3")], Code.UNSCHEDULABLE, id="higher-priority nominated pod takes the room"
+            [pod("big", 10, "3")],
+            Code.UNSCHEDULABLE,
+            id="higher-priority nominated pod takes the room",
         ),
         pytest.param(
             [pod("big", 5, "3")], Code.UNSCHEDULABLE, id="equal-priority nominated pod counts too"
@@ -246,7 +250,9 @@ class Pre:
 
 def test_pre_filter_skip_marks_the_filter_skipped() -> None:
     state = CycleState()
-    result, st = framework(Pre("A", SKIP), Pre("B")).run_pre_filter(state, pod("p", 0, "1"), Snapshot())
+    result, st = framework(Pre("A", SKIP), Pre("B")).run_pre_filter(
+        state, pod("p", 0, "1"), Snapshot()
+    )
     assert (result, st) == (None, SUCCESS)
     assert state.skip_filter_plugins == {"A"}
 
@@ -273,7 +279,9 @@ def test_pre_filter_error_stops_at_once() -> None:
 @pytest.mark.parametrize(
     ("plugins", "names", "code", "message"),
     [
-        pytest.param([Pre("A", nodes={"n1", "n2"})], {"n1", "n2"}, Code.SUCCESS, "", id="one result"),
+        pytest.param(
+            [Pre("A", nodes={"n1", "n2"})], {"n1", "n2"}, Code.SUCCESS, "", id="one result"
+        ),
         pytest.param(
             [Pre("A", nodes={"n1", "n2"}), Pre("B"), Pre("C", nodes={"n2", "n3"})],
             {"n2"},

@@ -104,19 +104,27 @@ CPU_TWO = (cpu_only("1000m"), cpu_only("2000m"))
         pytest.param(
             pod(cm("0", "0", "1")),
             [
-                make("node1", 3500, 40000, 8, pod(cm("1000m", "2000"), cm("2000m", "3000", "3"), node="node1")),
+                make(
+                    "node1",
+                    3500,
+                    40000,
+                    8,
+                    pod(cm("1000m", "2000"), cm("2000m", "3000", "3"), node="node1"),
+                ),
                 make("node2", 3500, 40000, 8, pod(*TWO, node="node2")),
             ],
             WITH_GPU,
             [75, 76],
-            id="scalar resource is included in the score computation if pod requests the scalar resource",
+            id="scalar resource is included in the score computation if pod requests the "
+            "scalar resource",
         ),
         pytest.param(
             pod(*TWO),
             [make("node1", 3500, 40000, 8), make("node2", 3500, 40000)],
             WITH_GPU,
             [56, 56],
-            id="scalar resource is not included in the score computation if pod doesn't request the "
+            id="scalar resource is not included in the score computation if pod doesn't "
+            "request the "
             "scalar resource",
         ),
     ],

@@ -72,7 +72,9 @@ def upstream_node(existing: dict[str, Any] | None, *, pods: int = 32) -> NodeInf
 
 
 def ir(name: str, requested: int, used: int, capacity: int, unresolvable: bool = False) -> Any:
-    return InsufficientResource(name, f"Insufficient {name}", requested, used, capacity, unresolvable)
+    return InsufficientResource(
+        name, f"Insufficient {name}", requested, used, capacity, unresolvable
+    )
 
 
 UNSCHED = Code.UNSCHEDULABLE
@@ -82,7 +84,9 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
 @pytest.mark.parametrize(
     ("pod", "existing", "code", "want"),
     [
-        pytest.param(upod(), res(10, 20), Code.SUCCESS, [], id="no resources requested always fits"),
+        pytest.param(
+            upod(), res(10, 20), Code.SUCCESS, [], id="no resources requested always fits"
+        ),
         pytest.param(
             upod(res(1, 1)),
             res(10, 20),
@@ -123,7 +127,8 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             res(9, 19),
             Code.SUCCESS,
             [],
-            id="init container fits because it's the max, not sum, of containers and init containers",
+            id="init container fits because it's the max, not sum, of containers and "
+            "init containers",
         ),
         pytest.param(
             upod(res(1, 1), inits=(res(1, 1), res(1, 1))),
@@ -135,10 +140,18 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         ),
         pytest.param(upod(res(1, 1)), res(5, 5), Code.SUCCESS, [], id="both resources fit"),
         pytest.param(
-            upod(res(2, 1)), res(9, 5), UNSCHED, [ir("cpu", 2, 9, 10)], id="one resource memory fits"
+            upod(res(2, 1)),
+            res(9, 5),
+            UNSCHED,
+            [ir("cpu", 2, 9, 10)],
+            id="one resource memory fits",
         ),
         pytest.param(
-            upod(res(1, 2)), res(5, 19), UNSCHED, [ir("memory", 2, 19, 20)], id="one resource cpu fits"
+            upod(res(1, 2)),
+            res(5, 19),
+            UNSCHED,
+            [ir("memory", 2, 19, 20)],
+            id="one resource cpu fits",
         ),
         pytest.param(upod(res(5, 1)), res(5, 19), Code.SUCCESS, [], id="equal edge case"),
         pytest.param(
@@ -325,7 +338,13 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             id="one pod-level cpu resource fits and all init and non-init containers resources fit",
         ),
         # --- TestStorageRequests.
-        pytest.param(upod(res(1, 1)), res(2, 10), Code.SUCCESS, [], id="empty storage requested, and pod fits"),
+        pytest.param(
+            upod(res(1, 1)),
+            res(2, 10),
+            Code.SUCCESS,
+            [],
+            id="empty storage requested, and pod fits",
+        ),
         pytest.param(
             upod({"ephemeral-storage": "25"}),
             res(2, 2),
@@ -373,7 +392,8 @@ def test_skip_checking_ignored_extended_resource() -> None:
         pytest.param(
             upod(res(1, 1)),
             res(5, 5),
-            id="even if both resources fit, predicate fails when there's no space for additional pod",
+            id="even if both resources fit, predicate fails when there's no space for "
+            "additional pod",
         ),
         pytest.param(
             upod(res(5, 1)),
@@ -425,8 +445,10 @@ def test_restartable_init_containers(
 
 
 def test_request_above_total_allocatable_is_unresolvable_only_for_that_resource() -> None:
-    ni = make_node("n1").alloc(cpu="4", memory="8Gi", pods=110).info(
-        make_pod("busy").req(cpu="3", memory="1Gi").node("n1").info()
+    ni = (
+        make_node("n1")
+        .alloc(cpu="4", memory="8Gi", pods=110)
+        .info(make_pod("busy").req(cpu="3", memory="1Gi").node("n1").info())
     )
     preemptable = make_pod("p").req(cpu="2").info()
     assert NodeResourcesFit().filter(CycleState(), preemptable, ni).code == UNSCHED
@@ -471,7 +493,15 @@ EXTENDED_SET = (ResourceSpec("cpu"), ResourceSpec("memory"), ResourceSpec(EXT))
 @pytest.mark.parametrize(
     ("pod", "nodes", "existing", "resources", "least", "most"),
     [
-        pytest.param(upod(), [CM, CM], {}, None, [100, 100], [0, 0], id="nothing scheduled, nothing requested"),
+        pytest.param(
+            upod(),
+            [CM, CM],
+            {},
+            None,
+            [100, 100],
+            [0, 0],
+            id="nothing scheduled, nothing requested",
+        ),
         pytest.param(
             upod(*TWO),
             [CM, C6M],
@@ -606,9 +636,14 @@ def test_least_and_most_allocated(
     named = [(f"node{i + 1}", n) for i, n in enumerate(nodes)]
     kw: dict[str, Any] = {"resources": resources} if resources else {}
     if least is not None:
-        assert score_all(NodeResourcesFit(strategy=LEAST_ALLOCATED, **kw), pod, named, existing) == least
+        assert (
+            score_all(NodeResourcesFit(strategy=LEAST_ALLOCATED, **kw), pod, named, existing)
+            == least
+        )
     if most is not None:
-        assert score_all(NodeResourcesFit(strategy=MOST_ALLOCATED, **kw), pod, named, existing) == most
+        assert (
+            score_all(NodeResourcesFit(strategy=MOST_ALLOCATED, **kw), pod, named, existing) == most
+        )
 
 
 LEAST_SHAPE = ((0, 10), (100, 0))
@@ -622,7 +657,8 @@ LEAST_SHAPE = ((0, 10), (100, 0))
             [CM, CM],
             {"node1": [None, None]},
             [100, 100],
-            id="nothing scheduled, nothing requested (default - least requested nodes have priority)",
+            id="nothing scheduled, nothing requested (default - least requested nodes "
+            "have priority)",
         ),
         pytest.param(
             upod(*TWO),
@@ -657,7 +693,11 @@ FOO, BAR = "intel.com/foo", "intel.com/bar"
 
 
 def _bin_node(**ext: int) -> dict[str, Any]:
-    return {"cpu": "4000m", "memory": str(10000 * 1024 * 1024), **{f"intel.com/{k}": str(v) for k, v in ext.items()}}
+    return {
+        "cpu": "4000m",
+        "memory": str(10000 * 1024 * 1024),
+        **{f"intel.com/{k}": str(v) for k, v in ext.items()},
+    }
 
 
 @pytest.mark.parametrize(
@@ -665,16 +705,23 @@ def _bin_node(**ext: int) -> dict[str, Any]:
     [
         pytest.param(upod(), {}, [0, 0], id="nothing scheduled, nothing requested"),
         pytest.param(
-            upod({FOO: "2"}), {}, [2, 5], id="resources requested, pods scheduled with less resources"
+            upod({FOO: "2"}),
+            {},
+            [2, 5],
+            id="resources requested, pods scheduled with less resources",
         ),
         pytest.param(
             upod({FOO: "2"}),
             {"node2": [{FOO: "2"}]},
             [2, 10],
-            id="resources requested, pods scheduled with resources, on node with existing pod running ",
+            id="resources requested, pods scheduled with resources, on node with "
+            "existing pod running ",
         ),
         pytest.param(
-            upod({FOO: "4"}), {}, [5, 10], id="resources requested, pods scheduled with more resources"
+            upod({FOO: "4"}),
+            {},
+            [5, 10],
+            id="resources requested, pods scheduled with more resources",
         ),
     ],
 )
@@ -682,7 +729,9 @@ def test_resource_bin_packing_single_extended(
     pod: PodInfo, existing: dict[str, list[dict[str, Any]]], want: list[int]
 ) -> None:
     plugin = NodeResourcesFit(
-        strategy=REQUESTED_TO_CAPACITY_RATIO, resources=(ResourceSpec(FOO),), shape=((0, 0), (100, 1))
+        strategy=REQUESTED_TO_CAPACITY_RATIO,
+        resources=(ResourceSpec(FOO),),
+        shape=((0, 0), (100, 1)),
     )
     nodes = [("node1", _bin_node(foo=8)), ("node2", _bin_node(foo=4))]
     assert score_all(plugin, pod, nodes, existing) == want
@@ -702,7 +751,8 @@ def test_resource_bin_packing_single_extended(
             upod({FOO: "2", BAR: "2"}),
             {"node2": [{FOO: "4", BAR: "2"}]},
             [4, 7],
-            id="resources requested, pods scheduled with resources, on node with existing pod running ",
+            id="resources requested, pods scheduled with resources, on node with "
+            "existing pod running ",
         ),
         pytest.param(
             upod({FOO: "4", BAR: "2"}),
@@ -738,10 +788,14 @@ def test_resource_bin_packing_multiple_extended(
             id="three points",
         ),
         pytest.param(((0, 2), (40, 2), (100, 2)), [(0, 20), (45, 20), (100, 20)], id="flat"),
-        pytest.param(((0, 10), (30, 0)), [(10, 67), (20, 34)], id="decreasing truncates toward zero"),
+        pytest.param(
+            ((0, 10), (30, 0)), [(10, 67), (20, 34)], id="decreasing truncates toward zero"
+        ),
     ],
 )
-def test_broken_linear_function(shape: tuple[tuple[int, int], ...], points: list[tuple[int, int]]) -> None:
+def test_broken_linear_function(
+    shape: tuple[tuple[int, int], ...], points: list[tuple[int, int]]
+) -> None:
     """Upstream's TestBrokenLinearFunction shapes; the plugin scales scores by 10 before it
     interpolates (as upstream's requestedToCapacityRatioScorer), and Go's division truncates
     toward zero."""
@@ -750,7 +804,7 @@ def test_broken_linear_function(shape: tuple[tuple[int, int], ...], points: list
 
 
 def test_constructor_validates() -> None:
-    with pytest.raises(ValueError, match="scoringStrategy.type"):
+    with pytest.raises(ValueError, match=r"scoringStrategy\.type"):
         NodeResourcesFit(strategy="Random")
     with pytest.raises(ValueError, match="resources"):
         NodeResourcesFit(resources=())
@@ -848,7 +902,9 @@ HINT_POD = upod({"memory": "2", EXT_A: "1"})
         ),
     ],
 )
-def test_node_change_hint(pod: PodInfo, old: NodeRecord | None, new: NodeRecord, want: QueueingHint) -> None:
+def test_node_change_hint(
+    pod: PodInfo, old: NodeRecord | None, new: NodeRecord, want: QueueingHint
+) -> None:
     action = "Add" if old is None else "Update"
     assert _hint(f"Node/{action}")(pod, old, new) is want
 

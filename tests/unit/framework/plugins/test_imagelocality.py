@@ -36,11 +36,21 @@ def n25010(name: str) -> NodeInfo:
 
 
 def n60040900(name: str) -> NodeInfo:
-    return node(name, (("gcr.io/600:latest",), 600), (("gcr.io/40:latest",), 40), (("gcr.io/900:latest",), 900))
+    return node(
+        name,
+        (("gcr.io/600:latest",), 600),
+        (("gcr.io/40:latest",), 40),
+        (("gcr.io/900:latest",), 900),
+    )
 
 
 def n300600900(name: str) -> NodeInfo:
-    return node(name, (("gcr.io/300:latest",), 300), (("gcr.io/600:latest",), 600), (("gcr.io/900:latest",), 900))
+    return node(
+        name,
+        (("gcr.io/300:latest",), 300),
+        (("gcr.io/600:latest",), 600),
+        (("gcr.io/900:latest",), 900),
+    )
 
 
 def n400030(name: str) -> NodeInfo:
@@ -48,7 +58,9 @@ def n400030(name: str) -> NodeInfo:
 
 
 def n203040(name: str) -> NodeInfo:
-    return node(name, (("gcr.io/20:latest",), 20), (("gcr.io/30:latest",), 30), (("gcr.io/40:latest",), 40))
+    return node(
+        name, (("gcr.io/20:latest",), 20), (("gcr.io/30:latest",), 30), (("gcr.io/40:latest",), 40)
+    )
 
 
 def images(*names: str) -> PodInfo:
@@ -110,7 +122,8 @@ def images(*names: str) -> PodInfo:
             make_pod("p").images("gcr.io/30").init_container(image="gcr.io/300").info(),
             [n403002000("node1"), n203040("node2")],
             [6, 0],
-            id="include InitContainers: two images spread on two nodes, prefer the larger image one",
+            id="include InitContainers: two images spread on two nodes, prefer the "
+            "larger image one",
         ),
         pytest.param(images(), [n403002000("node1")], [0], id="a pod without images scores 0"),
     ],

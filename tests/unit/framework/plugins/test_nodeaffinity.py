@@ -12,7 +12,7 @@ import pytest
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import Code, CycleState, QueueingHint
 from scheduler.framework.plugins.nodeaffinity import ERR_REASON_POD, NodeAffinity
-from scheduler.types import NodeRecord, PodInfo
+from scheduler.types import NodeInfo, NodeRecord, PodInfo
 from tests.builders import make_node, make_pod
 
 
@@ -60,10 +60,18 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         pytest.param(selector(foo="bar"), {}, "node1", False, id="missing labels"),
         pytest.param(selector(foo="bar"), {"foo": "bar"}, "node1", True, id="same labels"),
         pytest.param(
-            selector(foo="bar"), {"foo": "bar", "baz": "blah"}, "node1", True, id="node labels are superset"
+            selector(foo="bar"),
+            {"foo": "bar", "baz": "blah"},
+            "node1",
+            True,
+            id="node labels are superset",
         ),
         pytest.param(
-            selector(foo="bar", baz="blah"), {"foo": "bar"}, "node1", False, id="node labels are subset"
+            selector(foo="bar", baz="blah"),
+            {"foo": "bar"},
+            "node1",
+            False,
+            id="node labels are subset",
         ),
         pytest.param(
             required({"matchExpressions": [expr("foo", "In", "bar", "value2")]}),
@@ -105,10 +113,17 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             {"foo": "bar"},
             "node1",
             False,
-            id="Pod with empty MatchExpressions is not a valid value will match no objects and won't "
+            id="Pod with empty MatchExpressions is not a valid value will match no "
+            "objects and won't "
             "schedule onto the node",
         ),
-        pytest.param(make_pod("p").info(), {"foo": "bar"}, "node1", True, id="Pod with no Affinity will schedule onto a node"),
+        pytest.param(
+            make_pod("p").info(),
+            {"foo": "bar"},
+            "node1",
+            True,
+            id="Pod with no Affinity will schedule onto a node",
+        ),
         pytest.param(
             make_pod("p").affinity({"nodeAffinity": {}}).info(),
             {"foo": "bar"},
@@ -117,14 +132,18 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             id="Pod with Affinity but nil NodeSelector will schedule onto a node",
         ),
         pytest.param(
-            required({"matchExpressions": [expr("GPU", "Exists"), expr("GPU", "NotIn", "AMD", "INTER")]}),
+            required(
+                {"matchExpressions": [expr("GPU", "Exists"), expr("GPU", "NotIn", "AMD", "INTER")]}
+            ),
             {"GPU": "NVIDIA-GRID-K1"},
             "node1",
             True,
             id="Pod with multiple matchExpressions ANDed that matches the existing node",
         ),
         pytest.param(
-            required({"matchExpressions": [expr("GPU", "Exists"), expr("GPU", "In", "AMD", "INTER")]}),
+            required(
+                {"matchExpressions": [expr("GPU", "Exists"), expr("GPU", "In", "AMD", "INTER")]}
+            ),
             {"GPU": "NVIDIA-GRID-K1"},
             "node1",
             False,
@@ -138,7 +157,8 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             {"foo": "bar"},
             "node1",
             True,
-            id="Pod with multiple NodeSelectorTerms ORed in affinity, matches the node's labels and "
+            id="Pod with multiple NodeSelectorTerms ORed in affinity, matches the node's "
+            "labels and "
             "will schedule onto the node",
         ),
         pytest.param(
@@ -146,7 +166,8 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             {"foo": "bar"},
             "node1",
             True,
-            id="Pod with an Affinity and a PodSpec.NodeSelector(the old thing that we are deprecating) "
+            id="Pod with an Affinity and a PodSpec.NodeSelector(the old thing that we "
+            "are deprecating) "
             "both are satisfied, will schedule onto the node",
         ),
         pytest.param(
@@ -154,7 +175,8 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             {"foo": "barrrrrr"},
             "node1",
             False,
-            id="Pod with an Affinity matches node's labels but the PodSpec.NodeSelector(the old thing "
+            id="Pod with an Affinity matches node's labels but the "
+            "PodSpec.NodeSelector(the old thing "
             "that we are deprecating) is not satisfied, won't schedule onto the node",
         ),
         pytest.param(
@@ -189,14 +211,24 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             id="Pod with two terms: matchFields does not match, but matchExpressions matches",
         ),
         pytest.param(
-            required({"matchFields": [field("In", "node1")], "matchExpressions": [expr("foo", "In", "bar")]}),
+            required(
+                {
+                    "matchFields": [field("In", "node1")],
+                    "matchExpressions": [expr("foo", "In", "bar")],
+                }
+            ),
             {"foo": "bar"},
             "node2",
             False,
             id="Pod with one term: matchFields does not match, but matchExpressions matches",
         ),
         pytest.param(
-            required({"matchFields": [field("In", "node1")], "matchExpressions": [expr("foo", "In", "bar")]}),
+            required(
+                {
+                    "matchFields": [field("In", "node1")],
+                    "matchExpressions": [expr("foo", "In", "bar")],
+                }
+            ),
             {"foo": "bar"},
             "node1",
             True,
@@ -213,7 +245,9 @@ UNRESOLVABLE = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
             id="Pod with two terms: both matchFields and matchExpressions do not match",
         ),
         pytest.param(
-            required({"matchFields": [field("In", "node1")]}, {"matchFields": [field("In", "node2")]}),
+            required(
+                {"matchFields": [field("In", "node1")]}, {"matchFields": [field("In", "node2")]}
+            ),
             {},
             "node2",
             True,
@@ -327,7 +361,8 @@ def preferred(*terms: tuple[int, list[dict[str, Any]]]) -> PodInfo:
             {
                 "nodeAffinity": {
                     "preferredDuringSchedulingIgnoredDuringExecution": [
-                        {"weight": w, "preference": {"matchExpressions": exprs}} for w, exprs in terms
+                        {"weight": w, "preference": {"matchExpressions": exprs}}
+                        for w, exprs in terms
                     ]
                 }
             }
@@ -431,7 +466,9 @@ def _hint(action: str) -> Any:
         pytest.param(None, node("n"), QueueingHint.SKIP, id="skip-queue-on-add"),
         pytest.param(None, node("n", foo="bar"), QueueingHint.QUEUE, id="queue-on-add"),
         pytest.param(node("n"), node("n"), QueueingHint.SKIP, id="skip-unrelated-changes"),
-        pytest.param(node("n"), node("n", k="v"), QueueingHint.SKIP, id="skip-unrelated-changes-on-labels"),
+        pytest.param(
+            node("n"), node("n", k="v"), QueueingHint.SKIP, id="skip-unrelated-changes-on-labels"
+        ),
         pytest.param(
             node("n", foo="bar"),
             node("n", k="v"),
@@ -457,7 +494,5 @@ def test_node_change_hint(old: NodeRecord | None, new: NodeRecord, want: Queuein
 
 
 def test_filter_on_a_node_info_without_node() -> None:
-    from scheduler.types import NodeInfo
-
     st = NodeAffinity().filter(CycleState(), selector(foo="bar"), NodeInfo())
     assert st.code == UNRESOLVABLE

@@ -34,13 +34,22 @@ def new_node_info(*ports: str) -> NodeInfo:
     [
         pytest.param(make_pod("p").info(), new_node_info(), True, id="skip filter"),
         pytest.param(
-            new_pod("m1", "UDP/127.0.0.1/8080"), new_node_info("UDP/127.0.0.1/9090"), True, id="other port"
+            new_pod("m1", "UDP/127.0.0.1/8080"),
+            new_node_info("UDP/127.0.0.1/9090"),
+            True,
+            id="other port",
         ),
         pytest.param(
-            new_pod("m1", "UDP/127.0.0.1/8080"), new_node_info("UDP/127.0.0.1/8080"), False, id="same udp port"
+            new_pod("m1", "UDP/127.0.0.1/8080"),
+            new_node_info("UDP/127.0.0.1/8080"),
+            False,
+            id="same udp port",
         ),
         pytest.param(
-            new_pod("m1", "TCP/127.0.0.1/8080"), new_node_info("TCP/127.0.0.1/8080"), False, id="same tcp port"
+            new_pod("m1", "TCP/127.0.0.1/8080"),
+            new_node_info("TCP/127.0.0.1/8080"),
+            False,
+            id="same tcp port",
         ),
         pytest.param(
             new_pod("m1", "TCP/127.0.0.1/8080"),
@@ -116,7 +125,9 @@ def new_node_info(*ports: str) -> NodeInfo:
             id="non-conflicting ports",
         ),
         pytest.param(
-            new_pod("p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"),
+            new_pod(
+                "p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"
+            ),
             new_node_info("TCP/127.0.0.1/9090", "TCP/127.0.0.1/9191", "TCP/127.0.1.1/8080"),
             True,
             id="multiple non-conflicting ports",
@@ -128,7 +139,9 @@ def new_node_info(*ports: str) -> NodeInfo:
             id="same ports on different protocols",
         ),
         pytest.param(
-            new_pod("p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"),
+            new_pod(
+                "p", "TCP/127.0.0.1/80", "TCP/127.0.1.1/80", "TCP/127.0.1.1/90", "TCP/127.0.1.1/100"
+            ),
             new_node_info("TCP/127.0.0.1/9090", "TCP/127.0.1.1/90", "TCP/127.0.1.1/8080"),
             False,
             id="multiple ports, some conflicting",

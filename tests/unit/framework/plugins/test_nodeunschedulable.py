@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 
 from scheduler.framework.interface import Code, CycleState, QueueingHint
-from scheduler.framework.plugins.nodeunschedulable import ERR_REASON_UNSCHEDULABLE, NodeUnschedulable
+from scheduler.framework.plugins.nodeunschedulable import (
+    ERR_REASON_UNSCHEDULABLE,
+    NodeUnschedulable,
+)
 from scheduler.types import NodeInfo, NodeRecord, PodInfo
 from tests.builders import make_node, make_pod
 
@@ -79,10 +82,16 @@ def _hint(action: str) -> Any:
     ("old", "new", "want"),
     [
         pytest.param(
-            None, node(unschedulable=True), QueueingHint.SKIP, id="skip-queue-on-unschedulable-node-added"
+            None,
+            node(unschedulable=True),
+            QueueingHint.SKIP,
+            id="skip-queue-on-unschedulable-node-added",
         ),
         pytest.param(
-            None, node(unschedulable=False), QueueingHint.QUEUE, id="queue-on-schedulable-node-added"
+            None,
+            node(unschedulable=False),
+            QueueingHint.QUEUE,
+            id="queue-on-schedulable-node-added",
         ),
         pytest.param(
             node(unschedulable=True, taint=True),

@@ -49,7 +49,8 @@ def tainted(name: str, *taints: tuple[str, str, str]) -> NodeInfo:
             tolerating(("dedicated", "", "user1", NS)),
             tainted("nodeA", ("dedicated", "user1", NS)),
             True,
-            id="A pod which can be scheduled on a dedicated node assigned to user1 with effect NoSchedule",
+            id="A pod which can be scheduled on a dedicated node assigned to user1 with "
+            "effect NoSchedule",
         ),
         pytest.param(
             tolerating(("dedicated", "Equal", "user2", NS)),
@@ -98,7 +99,8 @@ def tainted(name: str, *taints: tuple[str, str, str]) -> NodeInfo:
             tolerating(),
             tainted("nodeA", ("dedicated", "user1", PNS)),
             True,
-            id="The pod has no toleration, but the effect of taint on node is PreferNoSchedule. Pod "
+            id="The pod has no toleration, but the effect of taint on node is "
+            "PreferNoSchedule. Pod "
             "can be scheduled onto the node",
         ),
         # --- ours.
@@ -139,10 +141,14 @@ def test_filter(pod: PodInfo, node: NodeInfo, fits: bool) -> None:
     ("toleration", "taint", "want"),
     [
         pytest.param(Toleration("k", "Equal", "v", ""), Taint("k", "v", NS), True, id="equal"),
-        pytest.param(Toleration("k", "Equal", "w", ""), Taint("k", "v", NS), False, id="other value"),
+        pytest.param(
+            Toleration("k", "Equal", "w", ""), Taint("k", "v", NS), False, id="other value"
+        ),
         pytest.param(Toleration("k", "Exists", "", ""), Taint("k", "v", NE), True, id="exists"),
         pytest.param(Toleration("j", "Exists", "", ""), Taint("k", "v", NE), False, id="other key"),
-        pytest.param(Toleration("", "Exists", "", NS), Taint("k", "v", NE), False, id="other effect"),
+        pytest.param(
+            Toleration("", "Exists", "", NS), Taint("k", "v", NE), False, id="other effect"
+        ),
         pytest.param(Toleration("k", "Equal", "", ""), Taint("k", "", NS), True, id="empty values"),
     ],
 )
@@ -180,7 +186,8 @@ SSD = ("disk-type", "ssd", PNS)
             tolerating(("cpu-type", "Equal", "arm64", PNS), ("disk-type", "Equal", "ssd", PNS)),
             [tainted("nodeA"), tainted("nodeB", ARM), tainted("nodeC", ARM, SSD)],
             [100, 100, 100],
-            id="the nodes that all of their taints are tolerated by the pod, get the same score, no "
+            id="the nodes that all of their taints are tolerated by the pod, get the "
+            "same score, no "
             "matter how many tolerable taints a node has",
         ),
         pytest.param(
@@ -191,7 +198,11 @@ SSD = ("disk-type", "ssd", PNS)
         ),
         pytest.param(
             tolerating(("cpu-type", "Equal", "arm64", NS), ("disk-type", "Equal", "ssd", NS)),
-            [tainted("nodeA"), tainted("nodeB", ("cpu-type", "arm64", NS)), tainted("nodeC", ARM, SSD)],
+            [
+                tainted("nodeA"),
+                tainted("nodeB", ("cpu-type", "arm64", NS)),
+                tainted("nodeC", ARM, SSD),
+            ],
             [100, 100, 0],
             id="only taints and tolerations that have effect PreferNoSchedule are checked by "
             "taints-tolerations priority function",
@@ -243,10 +254,16 @@ POD = tolerating(("dedicated", "Equal", "user2", NS))
     ("old", "new", "want"),
     [
         pytest.param(
-            None, _node(("dedicated", "user1", NS)), QueueingHint.SKIP, id="skip-queue-on-untoleratedtaint-node-added"
+            None,
+            _node(("dedicated", "user1", NS)),
+            QueueingHint.SKIP,
+            id="skip-queue-on-untoleratedtaint-node-added",
         ),
         pytest.param(
-            None, _node(("dedicated", "user2", NS)), QueueingHint.QUEUE, id="queue-on-toleratedtaint-node-added"
+            None,
+            _node(("dedicated", "user2", NS)),
+            QueueingHint.QUEUE,
+            id="queue-on-toleratedtaint-node-added",
         ),
         pytest.param(
             _node(("dedicated", "user1", NS)),

@@ -69,7 +69,9 @@ def _parser() -> argparse.ArgumentParser:
         help="json (default when stdout is not a TTY) or text",
     )
 
-    exp = sub.add_parser("explain", help="why a pod is pending (live, read-only)")
+    exp = sub.add_parser(
+        "explain", help="why a pod is pending, or why it is where it is (live, read-only)"
+    )
     exp.add_argument("pod", metavar="NAMESPACE/POD")
     exp.add_argument("--kubeconfig")
     exp.add_argument("--config", help="KubeSchedulerConfiguration file")
@@ -125,8 +127,46 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    print("py-scheduler: 'explain' is not implemented yet", file=sys.stderr)
-    return 2
+    import json
+    from typing import Any
+
+    from scheduler.errors import ApiCallError
+    from scheduler.explain import ExplainError, explain
+    from scheduler.kube.actions import KubeApi
+    from scheduler.kube.client import KubeClient, load_api_client
+
+    try:
+        config = load_config(args.config)
+    except ConfigError as e:
+        print(f"py-scheduler explain: invalid configuration: {e}", file=sys.stderr)
+        return 2
+    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    try:
+        api_client = load_api_client(kubeconfig)
+    except ApiCallError as e:
+        print(f"py-scheduler explain: {e}", file=sys.stderr)
+        return 2
+    client = KubeClient(api_client, qps=config.qps, burst=config.burst)
+    api = KubeApi(client)
+
+    def lister(kind: str) -> list[dict[str, Any]]:
+        return asyncio.run(api.list_objects(kind))  # LISTs only: explain never writes
+
+    try:
+        result = explain(args.pod, lister, config)
+    except ExplainError as e:
+        print(f"py-scheduler explain: {e}", file=sys.stderr)
+        return 2
+    except ApiCallError as e:
+        print(f"py-scheduler explain: cannot read the cluster: {e}", file=sys.stderr)
+        return 1
+    finally:
+        client.close()
+    if args.output == "json":
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(result.to_text())
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

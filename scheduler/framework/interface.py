@@ -9,10 +9,16 @@ ones it needs and the Framework (runtime.py) discovers them with ``isinstance``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from scheduler.backend.queue.events import (
+    ClusterEvent,
+    EventHint,
+    EventRegistration,
+    QueueingHint,
+)
 from scheduler.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
@@ -24,6 +30,7 @@ __all__ = [
     "Code",
     "CycleState",
     "EventHint",
+    "EventRegistration",
     "FilterPlugin",
     "NodeScore",
     "Plugin",
@@ -135,34 +142,6 @@ class NodeScore:
 
 
 # ------------------------------------------------------------------- cluster events / hints
-
-
-class QueueingHint(enum.Enum):
-    SKIP = 0
-    QUEUE = 1
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterEvent:
-    """What changed: resource is one of Node, AssignedPod, UnscheduledPod, PDB, PriorityClass;
-    action one of Add, Update, Delete; ``label`` names the update for metrics."""
-
-    resource: str
-    action: str
-    label: str = ""
-
-    @property
-    def name(self) -> str:
-        return self.label or f"{self.resource}{self.action}"
-
-
-EventHint = Callable[[PodInfo, Any, Any], QueueingHint]
-
-
-@dataclass(frozen=True, slots=True)
-class EventRegistration:
-    event: ClusterEvent
-    hint: EventHint | None = None  # None: always QUEUE
 
 
 # ------------------------------------------------------------------- plugin protocols

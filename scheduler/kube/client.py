@@ -140,7 +140,7 @@ class KubeClient:
         reason = getattr(err, "reason", None) or err
         text = str(reason)
         if "Errno" in text:  # "... [Errno 111] Connection refused')" -> "Connection refused"
-            text = text.split("]", 1)[-1].strip(" '\")\"")
+            text = text.split("]", 1)[-1].strip().rstrip("'\")")
         return f"cannot reach the API server at {self.host} ({method} {path}): {text}"
 
     # ------------------------------------------------------------------ async

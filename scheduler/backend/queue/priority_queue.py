@@ -33,9 +33,9 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+from scheduler.backend.queue.events import ClusterEvent, EventRegistration, QueueingHint
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.clock import Clock
-from scheduler.framework.interface import ClusterEvent, EventRegistration, QueueingHint
 from scheduler.types import PodInfo
 
 __all__ = [

@@ -9,12 +9,25 @@ PY := $(VENV)/bin/python
 CLUSTER := $(PY) hack/localcluster.py
 # Fake nodes that `make run` and `make cluster-up` create in the local control plane.
 RUN_NODES ?= 3
+# The container image and the kind path (docs/deploy.md).
+IMAGE ?= py-scheduler:dev
+DOCKER ?= docker
+KIND ?= kind
+KIND_CLUSTER ?= py-scheduler
+KUBECTL ?= kubectl
+CACHE_DIR ?= $(or $(PY_SCHEDULER_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/py-scheduler)
+KIND_KUBECONFIG ?= $(CACHE_DIR)/kind-$(KIND_CLUSTER).kubeconfig
+VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+# Fails with a clear message when Docker (CLI and engine), kind or kubectl is missing.
+REQUIRE := DOCKER='$(DOCKER)' KIND='$(KIND)' KUBECTL='$(KUBECTL)' hack/require.sh
 
 .PHONY: help install lint typecheck imports unit e2e test cluster-up cluster-down \
-        cluster-status binaries run bench clean
+        cluster-status binaries run bench clean deploy-check lock image kind-up kind-load \
+        deploy undeploy e2e-kind
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 18
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "py-scheduler needs Python >= 3.11, found " + sys.version.split()[0])'
@@ -44,7 +57,10 @@ binaries: install ## build or reuse etcd, kube-apiserver, ... kwok (cached outsi
 e2e: install binaries ## e2e suite against the local control plane (or E2E_KUBECONFIG)
 	$(VENV)/bin/pytest -q -m e2e tests/e2e
 
-test: lint typecheck imports unit e2e ## THE test command: lint, types, layers, unit, e2e
+deploy-check: install ## manifests/Dockerfile checks + the image's pip install replayed (PyPI)
+	$(VENV)/bin/pytest -q tests/deploy
+
+test: lint typecheck imports unit deploy-check e2e ## THE test command: lint, types, layers, unit, deploy, e2e
 
 cluster-up: install binaries ## start the local control plane with $(RUN_NODES) kwok nodes
 	$(CLUSTER) up --nodes $(RUN_NODES)
@@ -68,6 +84,42 @@ run: install ## run the scheduler (local control plane unless KUBECONFIG is set)
 
 bench: install binaries ## benchmarks (in-process core; see docs/benchmarks.md)
 	$(PY) benchmarks/core_bench.py
+
+lock: ## re-resolve requirements.lock (the image's pinned deps) from pyproject (PyPI)
+	PYTHON='$(PYTHON)' hack/lock.sh
+
+image: ## build the container image py-scheduler:dev (IMAGE=...; needs Docker)
+	@$(REQUIRE) docker
+	$(DOCKER) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
+	  -t $(IMAGE) .
+
+kind-up: ## create the kind cluster py-scheduler (KIND_CLUSTER=...; needs Docker, kind)
+	@$(REQUIRE) docker kind
+	@if $(KIND) get clusters 2>/dev/null | grep -qx '$(KIND_CLUSTER)'; then \
+	  echo "kind cluster $(KIND_CLUSTER) already exists"; \
+	else \
+	  $(KIND) create cluster --name $(KIND_CLUSTER); \
+	fi
+
+kind-load: ## load the image into the kind cluster's nodes (needs Docker, kind)
+	@$(REQUIRE) docker kind
+	$(KIND) load docker-image $(IMAGE) --name $(KIND_CLUSTER)
+
+deploy: ## kubectl apply -k manifests (kube-system of kubectl's current context)
+	@$(REQUIRE) kubectl
+	$(KUBECTL) apply -k manifests
+
+undeploy: ## kubectl delete -k manifests (the default scheduler is never touched)
+	@$(REQUIRE) kubectl
+	$(KUBECTL) delete -k manifests --ignore-not-found
+
+e2e-kind: install binaries ## image, kind-up, kind-load, deploy, then e2e against kind (+kwok)
+	@$(REQUIRE) docker kind
+	@$(MAKE) --no-print-directory image
+	@$(MAKE) --no-print-directory kind-up
+	@$(MAKE) --no-print-directory kind-load
+	KIND='$(KIND)' KIND_CLUSTER='$(KIND_CLUSTER)' KIND_KUBECONFIG='$(KIND_KUBECONFIG)' \
+	  PY='$(PY)' hack/e2e-kind.sh
 
 clean: ## remove the venv and caches in the repo (not the binary cache)
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache .hypothesis

@@ -1019,12 +1019,16 @@ class LocalCluster:
         tmp.write_text(json.dumps(state, indent=2) + "\n")
         tmp.replace(self.pids_file)
 
+    @property
+    def lock_path(self) -> Path:
+        """Next to the state dir, so it survives `down` (whoever owns the dir may delete it)."""
+        return self.state_dir.parent / f".{self.state_dir.name}.lock"
+
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        """Serialise up/down on one state dir (the lock file sits next to it, it survives down)."""
+        """Serialise up/down on one state dir."""
         self.state_dir.parent.mkdir(parents=True, exist_ok=True)
-        lock_path = self.state_dir.parent / f".{self.state_dir.name}.lock"
-        with open(lock_path, "w") as handle:
+        with open(self.lock_path, "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield
@@ -1044,7 +1048,7 @@ class LocalCluster:
             return False
         try:
             client = KubeClient.from_kubeconfig(self.kubeconfig)
-            return client.request("GET", "/readyz", timeout=5) == "ok"
+            return bool(client.request("GET", "/readyz", timeout=5) == "ok")
         except (ClusterError, OSError, ssl.SSLError):
             return False
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scheduler.clock import RealClock
@@ -385,6 +385,8 @@ def explain(ref: str, lister: Lister, config: SchedulerConfig) -> Explanation:
         )
         if core.snapshot.get(pod.node_name) is None:
             out.notes.append(f"its node {pod.node_name} is not in the cluster")
+        # Placed afresh: as pending (spec.nodeName would rule every other node out).
+        pod = replace(pod, node_name="", nominated_node_name="")
     _run(core, pod, out)
     return out
 
@@ -428,7 +430,7 @@ def _run(core: SchedulerCore, pod: PodInfo, out: Explanation) -> None:
         )
     if feasible:
         _score(core, state, pod, feasible, out)
-    elif not pod.node_name:
+    elif out.state == "pending":
         _preemption(core, state, pod, statuses, out)
 
 
@@ -453,7 +455,7 @@ def _score(
     ]
     scores.sort(key=lambda s: (-s.total, s.node))
     out.scores = scores
-    if pod.node_name:
+    if out.state != "pending":
         return
     nominated = pod.nominated_node_name
     if nominated and any(ni.name == nominated for ni in feasible):

@@ -575,7 +575,10 @@ def to_text(result: SimulationResult) -> str:
     if result.placements:
         lines += _table(
             [("POD", "NODE")]
-            + [(pod, node or "(pending)") for pod, node in result.placements.items()]
+            + [
+                (pod, node or ("(evicted)" if pod in result.evicted else "(not placed)"))
+                for pod, node in result.placements.items()
+            ]
         )
     else:
         lines.append("(no pending pods)")

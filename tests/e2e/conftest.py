@@ -166,14 +166,19 @@ def _reap_stale_sessions(parent: Path) -> None:
     """Stop clusters of e2e sessions that died without teardown (state dir e2e/<pid>-<hex>)."""
     if not parent.is_dir():
         return
-    for state_dir in parent.iterdir():
-        pid_text = state_dir.name.split("-", 1)[0]
+    for entry in parent.iterdir():
+        pid_text = entry.name.lstrip(".").split("-", 1)[0]
         if not pid_text.isdigit() or Path(f"/proc/{pid_text}").exists():
             continue
+        if entry.name.endswith(".lock"):
+            entry.unlink(missing_ok=True)
+            continue
+        stale = localcluster.LocalCluster(entry)
         try:
-            localcluster.LocalCluster(state_dir).down()
+            stale.down()
         except localcluster.ClusterError as err:
-            print(f"could not clean stale e2e cluster {state_dir}: {err}", file=sys.stderr)
+            print(f"could not clean stale e2e cluster {entry}: {err}", file=sys.stderr)
+        stale.lock_path.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")
@@ -217,6 +222,7 @@ def cluster() -> Iterator[Cluster]:
     finally:
         api.close()
         local.down()
+        local.lock_path.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,207 @@
+"""In-process benchmarks of the pure core (no API server): a script that measures and
+reports, never a test.
+
+1. Scheduling throughput: N nodes (4 cpu, 32Gi, 110 pods) each holding 10 bound pods,
+   then P pending pods (100m / 500Mi, upstream scheduler_perf's default pod) scheduled
+   through the real SchedulerCore path with an immediate no-op binder. Reports pods/s and
+   the per-cycle p50/p99, for N = 100, 1000, 5000.
+2. Memory per bound pod: tracemalloc over building a cache of N x 10 pods.
+3. One preemption decision at 5000 nodes x 10 low-priority pods (350m each), the
+   preemptor (1 cpu) needing 3 victims on any node: p50/p99 of the PostFilter.
+
+Usage: python benchmarks/core_bench.py [--sizes 100,1000,5000] [--pods 2000] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from scheduler.clock import FakeClock  # noqa: E402
+from scheduler.config import SchedulerConfig  # noqa: E402
+from scheduler.framework.interface import CycleState, Status  # noqa: E402
+from scheduler.framework.preemption import Candidate  # noqa: E402
+from scheduler.schedule_one import BindOutcome, SchedulerCore  # noqa: E402
+from scheduler.types import PodInfo, node_from_dict, pod_from_dict  # noqa: E402
+
+
+class _Ports:
+    def __init__(self) -> None:
+        self.core: SchedulerCore | None = None
+        self.pending: list[tuple[PodInfo, str]] = []
+
+    def bind(self, pod: PodInfo, node_name: str) -> None:
+        self.pending.append((pod, node_name))
+
+    def scheduled(self, pod: PodInfo, node_name: str) -> None:
+        return None
+
+    def failed(self, pod: PodInfo, *, reason: str, message: str, nominated_node: str | None) -> None:
+        return None
+
+    def prepare_candidate(
+        self, preemptor: PodInfo, candidate: Candidate, lower_nominated: Any
+    ) -> Status:
+        return Status()
+
+
+def _node(i: int) -> dict[str, Any]:
+    name = f"node-{i}"
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+    }
+
+
+def _pod(name: str, *, cpu: str, memory: str, node: str = "", priority: int = 0,
+         start: int = 0) -> PodInfo:
+    spec: dict[str, Any] = {
+        "schedulerName": "py-scheduler",
+        "priority": priority,
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                        "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+    }
+    if node:
+        spec["nodeName"] = node
+    return pod_from_dict({
+        "metadata": {"name": name, "namespace": "bench", "uid": name,
+                     "creationTimestamp": f"2026-01-01T00:{start // 60 % 60:02d}:{start % 60:02d}Z"},
+        "spec": spec,
+        "status": {"phase": "Running" if node else "Pending"},
+    })
+
+
+def build(nodes: int, per_node: int, *, cpu: str = "100m", memory: str = "500Mi",
+          priority: int = 0) -> tuple[SchedulerCore, _Ports]:
+    ports = _Ports()
+    core = SchedulerCore(SchedulerConfig(), FakeClock(0.0), binder=ports, recorder=ports,
+                         actions=ports, rng=random.Random(1))
+    ports.core = core
+    for i in range(nodes):
+        core.on_node_add(node_from_dict(_node(i)))
+    k = 0
+    for i in range(nodes):
+        for j in range(per_node):
+            core.on_pod_add(_pod(f"b-{i}-{j}", cpu=cpu, memory=memory, node=f"node-{i}",
+                                 priority=priority, start=j))
+            k += 1
+    return core, ports
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+def bench_throughput(nodes: int, pods: int) -> dict[str, Any]:
+    core, ports = build(nodes, 10)
+    for i in range(pods):
+        core.queue.add(_pod(f"p-{i}", cpu="100m", memory="500Mi"))
+    cycles: list[float] = []
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        r = core.schedule_one()
+        if r is None:
+            break
+        for pod, node in ports.pending:
+            core.on_bind_result(pod.key, BindOutcome.OK)
+            core.on_pod_update(None, replace(pod, node_name=node, phase="Running"))
+        ports.pending.clear()
+        cycles.append(time.perf_counter() - t0)
+    total = time.perf_counter() - start
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "pods_per_second": round(len(cycles) / total, 1),
+        "cycle_p50_ms": round(pct(cycles, 0.5) * 1000, 3),
+        "cycle_p99_ms": round(pct(cycles, 0.99) * 1000, 3),
+    }
+
+
+def bench_memory(nodes: int) -> dict[str, Any]:
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    core, _ = build(nodes, 10)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    total = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    pods = core.cache.pod_count()
+    return {"nodes": nodes, "bound_pods": pods, "bytes_per_bound_pod": round(total / pods)}
+
+
+def bench_preemption(nodes: int, runs: int) -> dict[str, Any]:
+    # 10 pods x 350m = 3.5 of 4 cpu used; a 1.5-cpu preemptor needs 3 victims anywhere.
+    core, _ = build(nodes, 10, cpu="350m", memory="1Gi", priority=0)
+    core.cache.update_snapshot(core.snapshot)
+    pre = _pod("preemptor", cpu="1500m", memory="1Gi", priority=1000)
+    state = CycleState()
+    fw = core.framework
+    _, st = fw.run_pre_filter(state, pre, core.snapshot)
+    statuses = {ni.name: fw.run_filter(state, pre, ni) for ni in core.snapshot.node_info_list}
+    times: list[float] = []
+    victims = 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        result, status = fw.run_post_filter(state.clone(), pre, statuses)
+        times.append(time.perf_counter() - t0)
+        assert status.is_success(), status
+        cand = core.evaluator.last_candidate
+        assert cand is not None and result is not None
+        victims = len(cand.victims)
+    return {
+        "nodes": nodes,
+        "pods_per_node": 10,
+        "victims": victims,
+        "decision_p50_ms": round(pct(times, 0.5) * 1000, 2),
+        "decision_p99_ms": round(pct(times, 0.99) * 1000, 2),
+        "runs": runs,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="100,1000,5000")
+    ap.add_argument("--pods", type=int, default=2000)
+    ap.add_argument("--preemption-runs", type=int, default=30)
+    ap.add_argument("--json", help="write the raw results here")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    out: dict[str, Any] = {
+        "machine": {"python": platform.python_version(), "cpu": platform.processor() or
+                    platform.machine()},
+        "date": time.strftime("%Y-%m-%d"),
+        "throughput": [],
+    }
+    for n in sizes:
+        r = bench_throughput(n, args.pods)
+        out["throughput"].append(r)
+        print(f"throughput  nodes={n:5d} pods={r['pods']}: {r['pods_per_second']:8.1f} pods/s "
+              f"p50={r['cycle_p50_ms']} ms p99={r['cycle_p99_ms']} ms", flush=True)
+    big = max(sizes)
+    out["memory"] = bench_memory(big)
+    print(f"memory      {out['memory']['bytes_per_bound_pod']} bytes of Python heap per bound "
+          f"pod ({out['memory']['bound_pods']} pods)", flush=True)
+    out["preemption"] = bench_preemption(big, args.preemption_runs)
+    p = out["preemption"]
+    print(f"preemption  nodes={big} victims={p['victims']}: p50={p['decision_p50_ms']} ms "
+          f"p99={p['decision_p99_ms']} ms over {p['runs']} decisions", flush=True)
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -95,6 +95,7 @@ class CycleResult:
     evaluated_nodes: int = 0
     feasible_nodes: int = 0
     nominated_node: str | None = None
+    attempts: int = 0  # scheduling attempts of this pod so far, this one included
 
 
 class _FitError(Exception):
@@ -312,7 +313,12 @@ class SchedulerCore:
         self._binding[pod.key] = _Binding(qpi, host)
         self.binder.bind(assumed, host)
         return CycleResult(
-            pod, "assumed", node=host, evaluated_nodes=evaluated, feasible_nodes=feasible
+            pod,
+            "assumed",
+            node=host,
+            evaluated_nodes=evaluated,
+            feasible_nodes=feasible,
+            attempts=qpi.attempts,
         )
 
     def _schedule_pod(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:

@@ -131,7 +131,7 @@ class Scheduler:
         self._namespace_labels: dict[str, dict[str, str]] = {}
         self._status_memo: dict[str, tuple[str, str | None]] = {}
         self._event_memo: dict[tuple[str, str], _EventMemo] = {}
-        self._bind_started: dict[str, float] = {}
+        self._bind_started: dict[str, tuple[float, int]] = {}
         self.core = SchedulerCore(
             config,
             self.clock,
@@ -380,7 +380,7 @@ class Scheduler:
         self.metrics.schedule_attempts.labels(label, self.config.scheduler_name).inc()
         self.metrics.attempt_duration.labels(label, self.config.scheduler_name).observe(seconds)
         if outcome == "assumed":
-            self._bind_started[result.pod.key] = time.perf_counter()
+            self._bind_started[result.pod.key] = (time.perf_counter(), result.attempts)
             log.debug(
                 "pod_assumed",
                 pod=result.pod.key,
@@ -448,15 +448,15 @@ class Scheduler:
 
     # ================================================================== port: recorder
     def scheduled(self, pod: PodInfo, node_name: str) -> None:
-        qpi_attempts = 1
-        started = self._bind_started.pop(pod.key, None)
+        started, attempts = self._bind_started.pop(pod.key, (0.0, 1))
         log.info(
             "pod_bound",
             pod=pod.key,
             node=node_name,
+            attempts=attempts,
             bind_seconds=round(time.perf_counter() - started, 4) if started else None,
         )
-        self.metrics.pod_scheduling_attempts.observe(qpi_attempts)
+        self.metrics.pod_scheduling_attempts.observe(attempts)
         self._status_memo.pop(pod.key, None)
         self._spawn(
             self._event(

@@ -1314,6 +1314,24 @@ class LocalCluster:
                     ) from err
             time.sleep(0.25)
 
+    # restart one component (fault-injection in the e2e suite)
+    def restart(self, name: str, *, down_seconds: float = 0.0) -> None:
+        """Stop one running component (by its recorded pid) and start it again with the same
+        arguments, ports and log file; ``down_seconds`` keeps it down that long."""
+        with self._lock():
+            state = self.read_state()
+            if state is None:
+                raise ClusterError(f"no cluster in {self.state_dir}")
+            components = {
+                c.name: c for c in self._components(Path(state["bin_dir"]), state["ports"])
+            }
+            if name not in components or name not in (state.get("components") or {}):
+                raise ClusterError(f"unknown component {name!r}; have {sorted(components)}")
+            self._stop({"components": {name: state["components"][name]}})
+            log(f"stopped {name} for a restart")
+            time.sleep(down_seconds)
+            self._launch(components[name], state)
+
     # down
     def down(self) -> None:
         with self._lock():

@@ -428,7 +428,16 @@ def _run(core: SchedulerCore, pod: PodInfo, out: Explanation) -> None:
             "(percentageOfNodesToScore), starting where the last cycle stopped; explain "
             "filters them all"
         )
-    if feasible:
+    errors = [(name, st) for name, st in statuses.items() if st.code == Code.ERROR]
+    if errors:
+        # A cycle stops at the first error (SchedulerError): no scores, no preemption.
+        name, st = errors[0]
+        where = "PreFilter" if not pre.is_success() else f"Filter on node {name}"
+        out.notes.append(
+            f"{where}: plugin {st.plugin} failed: {st.message()}; a cycle would stop "
+            "with this error"
+        )
+    elif feasible:
         _score(core, state, pod, feasible, out)
     elif out.state == "pending":
         _preemption(core, state, pod, statuses, out)
@@ -636,8 +645,11 @@ def _text(e: Explanation) -> str:
             if p.chosen.num_pdb_violations:
                 lines.append(f"  PDB violations: {p.chosen.num_pdb_violations}")
         if p.others:
-            rows = [("CANDIDATE", "LOST AT", "VICTIMS")]
-            rows += [(c.node, c.lost_at, _victims_text(c.victims)) for c in p.others]
+            rows = [("CANDIDATE", "LOST AT", "PDB VIOLATIONS", "VICTIMS")]
+            rows += [
+                (c.node, c.lost_at, str(c.num_pdb_violations), _victims_text(c.victims))
+                for c in p.others
+            ]
             lines += _table(rows)
         if p.not_candidates:
             rows = [("NODE", "NOT A CANDIDATE BECAUSE")]

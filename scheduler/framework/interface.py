@@ -22,10 +22,12 @@ from scheduler.backend.queue.events import (
 from scheduler.types import NodeInfo, PodInfo
 
 if TYPE_CHECKING:
-    from scheduler.backend.cache.snapshot import Snapshot
+    from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
 
 __all__ = [
     "SUCCESS",
+    "BatchFilterPlugin",
+    "BatchScorePlugin",
     "ClusterEvent",
     "Code",
     "CycleState",
@@ -199,6 +201,37 @@ class ScorePlugin(Plugin, Protocol):
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         """Rescale ``scores`` in place to 0..100 (a no-op for plugins already in range)."""
+        ...
+
+
+@runtime_checkable
+class BatchFilterPlugin(FilterPlugin, Protocol):
+    """Optional for a filter plugin: answer for every node of the snapshot at once."""
+
+    def filter_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> BoolArray | None:
+        """A mask over ``snapshot.node_info_list``: True where ``filter`` would surely
+        return SUCCESS for ``pod``; False where it may not (the framework then runs
+        ``filter`` on that node for the exact status). None: no bulk answer for this pod."""
+        ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    """Optional for a score plugin: score many nodes of the snapshot at once."""
+
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, rows: IntpArray
+    ) -> Int64Array | None:
+        """Exactly ``score`` of the nodes ``snapshot.node_info_list[rows]``, in that order.
+        None: no bulk answer for this pod (the framework calls ``score`` per node)."""
+        ...
+
+    def normalize_scores_batch(
+        self, state: CycleState, pod: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        """Exactly what ``normalize_scores`` makes of the same scores (may reuse ``scores``)."""
         ...
 
 

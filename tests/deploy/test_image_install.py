@@ -93,9 +93,7 @@ def test_final_stage_is_the_venv_alone_as_non_root_with_the_run_entrypoint() -> 
         args[key] = default or df.global_args.get(key, "")
     assert args["VERSION"] == VERSION, "keep the Dockerfile's VERSION default = pyproject's"
     labels = {
-        k: substitute(v, args)
-        for ins in final.all("LABEL")
-        for k, v in parse_env(ins.args).items()
+        k: substitute(v, args) for ins in final.all("LABEL") for k, v in parse_env(ins.args).items()
     }
     for key in ("title", "description", "version", "revision", "licenses", "base.name"):
         assert labels.get(f"org.opencontainers.image.{key}"), f"OCI label {key} missing"
@@ -131,9 +129,14 @@ def _replay_env(tmp_path: Path) -> dict[str, str]:
         "LANG": "C.UTF-8",
     }
     for key, value in os.environ.items():
-        if key.startswith("PIP_") or key.lower().endswith("_proxy") or key in (
-            "SSL_CERT_FILE",
-            "REQUESTS_CA_BUNDLE",
+        if (
+            key.startswith("PIP_")
+            or key.lower().endswith("_proxy")
+            or key
+            in (
+                "SSL_CERT_FILE",
+                "REQUESTS_CA_BUNDLE",
+            )
         ):
             env[key] = value
     return env

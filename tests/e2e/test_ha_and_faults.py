@@ -75,6 +75,34 @@ def test_two_replicas_only_the_leader_binds_and_the_standby_takes_over(
             assert counts.get(n) == 1, f"{n} bound {counts.get(n)} times"
 
 
+def test_api_server_restart_while_pods_are_pending_the_scheduler_reconnects_and_finishes(
+    kit: Kit,  # noqa: F811
+    spawn_scheduler: Any,  # noqa: F811
+) -> None:
+    """Scenario 11: pods are pending (their scheduler has no room), the API server goes
+    away for a few seconds and comes back; room appears; every pod gets bound."""
+    if kit.cluster.local is None:
+        raise AssertionError("this scenario restarts the local control plane's API server")
+    name = f"apirestart-{kit.ns}"
+    sched = spawn_scheduler(name=name)
+    kit.nodes(1, cpu="1")
+    for i in range(6):
+        kit.create(f"p-{i}", cpu="500m", scheduler=name)
+    wait_for(
+        lambda: sum(1 for p in kit.pods() if p["spec"].get("nodeName")) == 2,
+        30,
+        "two pods bound, four pending",
+    )
+    kit.cluster.local.restart("kube-apiserver", down_seconds=5)
+    assert sched.alive, "the scheduler must survive the API server going away"
+    kit.nodes(2, cpu="1")  # room for the four pending pods, created after the restart
+    for i in range(6):
+        kit.wait_bound(f"p-{i}", timeout=90)
+    assert sched.alive and sched.get("/healthz")[0] == 200
+    counts = _scheduled_counts(kit)
+    assert all(counts.get(f"p-{i}") == 1 for i in range(6)), counts
+
+
 def test_churn_never_overcommits_and_never_preempts_upwards(
     kit: Kit,  # noqa: F811
     py_scheduler: SchedulerProcess,  # noqa: F811

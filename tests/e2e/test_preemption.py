@@ -102,7 +102,11 @@ def test_preemption_disabled_by_config_preempts_nothing(
     _fill(kit, node, 2, cpu="500m")
     high = kit.priority_class(1000000)
     kit.create("high", cpu="500m", priority_class=high, scheduler=name)
-    cond = kit.wait_condition("high", "PodScheduled", lambda c: c.get("status") == "False")
+    cond = kit.wait_condition(
+        "high",
+        "PodScheduled",
+        lambda c: c.get("status") == "False" and "Insufficient cpu" in c.get("message", ""),
+    )
     assert "preemption" not in cond["message"], cond["message"]
     assert "Insufficient cpu" in cond["message"]
     settle(3)

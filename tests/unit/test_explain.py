@@ -285,6 +285,22 @@ def test_no_nodes() -> None:
     assert e.nodes == [] and e.message == "no nodes available to schedule pods"
 
 
+def test_a_filter_error_stops_like_a_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    from scheduler.framework.interface import Status
+    from scheduler.framework.plugins.nodeports import NodePorts
+
+    monkeypatch.setattr(NodePorts, "filter", lambda *_: Status.error("boom"))
+    c = Cluster(node("n1").obj(), make_pod("p").priority(5).obj())
+    e = c.explain("default/p")
+    assert verdicts(e) == {"n1": (False, "NodePorts", ("boom",))}
+    assert e.nodes[0].code == "Error"
+    assert e.preemption is None and e.scores == [] and e.message == ""
+    assert (
+        "Filter on node n1: plugin NodePorts failed: boom; a cycle would stop with this error"
+        in e.notes
+    )
+
+
 # ------------------------------------------------------------------------- bound pods
 
 
@@ -396,7 +412,8 @@ def test_text_output() -> None:
     assert "PREEMPTION: would preempt" in lines
     assert "  node n1; victims: default/a (priority 0, PDB default/web allows 1)" in lines
     assert any(
-        line.split()[:5] == ["n2", "fewest", "PDB", "violations", "default/b"] for line in lines
+        line.split()[:6] == ["n2", "fewest", "PDB", "violations", "1", "default/b"]
+        for line in lines
     )
     assert lines[-2] == "FailedScheduling message a cycle would record now:"
 

@@ -326,16 +326,31 @@ def test_nominated_node_name_is_honoured(sim: Any) -> None:
         assert r.decisions == [{"pod": "default/p", "outcome": "scheduled", "node": "busy"}]
 
 
-def test_pending_pod_is_seen_as_nominated_by_lower_priority_pods(sim: Any) -> None:
-    """A nominated higher-priority pod holds its room: a lower-priority pod does not take
-    it (two-pass filter), though the preemptor itself is retried only after it."""
+def test_nomination_holds_room_against_lower_priority_pods(sim: Any) -> None:
+    """'nominee' waits for its victim to terminate (not eligible to preempt again) and keeps
+    its nomination; 'small' would fit in the free cpu of n1, but the two-pass filter counts
+    the higher-priority nominee there first."""
+    leaving = make_pod("leaving").req(cpu="2").priority(50).node("n1")
     r = sim(
-        node("n1", cpu="2"),
-        bound("low", "n1", cpu="2"),
+        node("n1", cpu="3"),
+        leaving.terminating(by_preemption=True).obj(),
         make_pod("nominee").req(cpu="2").priority(100).nominated("n1").obj(),
+        pending("small", cpu="1", priority=10, created=1).obj(),
     )
-    # Already nominated to n1 where a lower pod still runs: it preempts it there.
-    assert r.decisions[0]["outcome"] == "preempting" and r.decisions[0]["node"] == "n1"
+    assert r.decisions == [
+        {
+            "pod": "default/nominee",
+            "outcome": "unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible "
+            "due to a terminating pod on the nominated node.",
+        },
+        {
+            "pod": "default/small",
+            "outcome": "unschedulable",
+            "message": "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
+            "available: 1 No preemption victims found for incoming pod.",
+        },
+    ]
 
 
 # ------------------------------------------------------------------------- the loop

@@ -30,8 +30,8 @@ Nodes may be known only through their pods (a bound pod arrives before its node)
 a NodeInfo has ``node is None`` and is not schedulable; it disappears with its last pod.
 
 Runtime complexity: add/update/remove of a pod or node O(1) amortised (plus O(#resources));
-update_snapshot O(changed nodes) to re-clone, plus O(nodes) to refresh the ordered lists
-when anything changed.
+update_snapshot O(changed nodes) to re-clone and swap in place, plus O(nodes) to rebuild the
+ordered lists when the node set or a node's affinity flags changed.
 """
 
 from __future__ import annotations
@@ -199,7 +199,7 @@ class Cache:
         lists must be rebuilt is decided from the changes walked here, so that any number of
         snapshots can be kept up to date from one cache."""
         rebuild = False
-        changed = False
+        changed: list[NodeInfo] = []
         for name, gen in reversed(self._recent.items()):
             if gen <= snap.generation:
                 break
@@ -218,20 +218,13 @@ class Cache:
             ):
                 rebuild = True
             snap.node_info_map[name] = new
-            changed = True
+            changed.append(new)
         if rebuild:
             snap.rebuild_lists()
-        elif changed:
+        else:
             # Same node set: swap the changed clones into the ordered lists in place.
-            for lst in (
-                snap.node_info_list,
-                snap.have_pods_with_affinity,
-                snap.have_pods_with_required_anti_affinity,
-            ):
-                for i, ni in enumerate(lst):
-                    cur = snap.node_info_map[ni.name]
-                    if cur is not ni:
-                        lst[i] = cur
+            for ni in changed:
+                snap.swap_in(ni)
         snap.generation = self._generation
 
     # ----------------------------------------------------------------- invariants

@@ -4,20 +4,146 @@ The cache fills it incrementally (``Cache.update_snapshot``): only NodeInfos who
 moved since the last update are re-cloned, so a cycle costs O(changed nodes), not O(cluster).
 Plugins read it; nothing writes to it during a cycle except the assume of the cycle's own pod
 (applied through the cache, then seen by the next update).
+
+Besides the NodeInfos it keeps two derived views, both in step with ``node_info_list``:
+
+- ``NodeArrays`` (``arrays()``): one numpy column per number the resource filter and the
+  cheap scores read (allocatable, requested, non-zero requested, pod count, taint and image
+  flags), row ``i`` describing ``node_info_list[i]``. Plugins use it to decide or score every
+  node at once (``filter_batch`` / ``score_batch``); a node whose numbers are too large for
+  exact int64/float64 arithmetic has ``exact[i] == False`` and goes the per-node way. Built
+  lazily after a list rebuild (O(nodes)); ``swap_in`` rewrites one row (O(1)).
+- ``image_num_nodes``: on how many listed nodes each image name is present (ImageLocality's
+  spread; upstream's ``ImageStateSummary.NumNodes``).
+
+Invariant (``check_invariants``): the NodeInfos of a snapshot are never mutated in place
+(the cache swaps in fresh clones), so both views describe exactly what the lists hold.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import numpy as np
+import numpy.typing as npt
+
 from scheduler.types import NodeInfo
 
-__all__ = ["Snapshot"]
+__all__ = ["EXACT_LIMIT", "BoolArray", "Int64Array", "IntpArray", "NodeArrays", "Snapshot"]
+
+# Values at or above this stay out of the arrays (the node is marked inexact): sums of two
+# of them stay below 2**53, where int64 products by 100 and float64 quotients are exact.
+EXACT_LIMIT = 2**50
+
+Int64Array = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+IntpArray = npt.NDArray[np.intp]
+
+_HARD_EFFECTS = ("NoSchedule", "NoExecute")
+
+# Column order of ``_row``.
+_INT_COLUMNS = (
+    "alloc_cpu",
+    "alloc_mem",
+    "alloc_eph",
+    "alloc_pods",
+    "req_cpu",
+    "req_mem",
+    "req_eph",
+    "nz_cpu",
+    "nz_mem",
+    "num_pods",
+)
+_BOOL_COLUMNS = ("exact", "unschedulable", "hard_taints", "prefer_taints", "has_images")
+_ZERO_INTS = (0,) * len(_INT_COLUMNS)
+
+
+def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
+    node = ni.node
+    assert node is not None, "only real nodes are listed"
+    alloc = node.allocatable
+    req = ni.requested
+    ints = (
+        alloc.milli_cpu,
+        alloc.memory,
+        alloc.ephemeral_storage,
+        alloc.allowed_pod_number,
+        req.milli_cpu,
+        req.memory,
+        req.ephemeral_storage,
+        ni.non_zero_cpu,
+        ni.non_zero_mem,
+        len(ni.pods),
+    )
+    exact = all(-EXACT_LIMIT < v < EXACT_LIMIT for v in ints)
+    hard = prefer = False
+    for t in node.taints:
+        if t.effect == "PreferNoSchedule":
+            prefer = True
+        elif t.effect in _HARD_EFFECTS:
+            hard = True
+    flags = (exact, node.unschedulable, hard, prefer, bool(node.images))
+    return (ints if exact else _ZERO_INTS), flags
+
+
+class NodeArrays:
+    """Columns over a snapshot's ``node_info_list`` (see the module docstring). Ints are
+    int64: cpu in millicores, memory and ephemeral storage in bytes; ``nz_*`` are the
+    non-zero requests scoring uses; ``exact`` False rows hold zeros and must not be read."""
+
+    __slots__ = (*_INT_COLUMNS, *_BOOL_COLUMNS)
+
+    alloc_cpu: Int64Array
+    alloc_mem: Int64Array
+    alloc_eph: Int64Array
+    alloc_pods: Int64Array
+    req_cpu: Int64Array
+    req_mem: Int64Array
+    req_eph: Int64Array
+    nz_cpu: Int64Array
+    nz_mem: Int64Array
+    num_pods: Int64Array
+    exact: BoolArray
+    unschedulable: BoolArray
+    hard_taints: BoolArray  # any NoSchedule or NoExecute taint
+    prefer_taints: BoolArray  # any PreferNoSchedule taint
+    has_images: BoolArray
+
+    def __init__(self, infos: Iterable[NodeInfo]) -> None:
+        rows = [_row(ni) for ni in infos]
+        n = len(rows)
+        ints = np.array([r[0] for r in rows], dtype=np.int64).reshape(n, len(_INT_COLUMNS))
+        flags = np.array([r[1] for r in rows], dtype=np.bool_).reshape(n, len(_BOOL_COLUMNS))
+        for j, name in enumerate(_INT_COLUMNS):
+            setattr(self, name, np.ascontiguousarray(ints[:, j]))
+        for j, name in enumerate(_BOOL_COLUMNS):
+            setattr(self, name, np.ascontiguousarray(flags[:, j]))
+
+    def set_row(self, i: int, ni: NodeInfo) -> None:
+        """Rewrite row ``i`` from ``ni``. O(columns)."""
+        ints, flags = _row(ni)
+        for name, v in zip(_INT_COLUMNS, ints, strict=True):
+            getattr(self, name)[i] = v
+        for name, f in zip(_BOOL_COLUMNS, flags, strict=True):
+            getattr(self, name)[i] = f
+
+    def check_row(self, i: int, ni: NodeInfo) -> None:
+        ints, flags = _row(ni)
+        got_ints = tuple(int(getattr(self, name)[i]) for name in _INT_COLUMNS)
+        got_flags = tuple(bool(getattr(self, name)[i]) for name in _BOOL_COLUMNS)
+        assert (got_ints, got_flags) == (ints, flags), f"node {ni.name}: arrays drift"
 
 
 class Snapshot:
     __slots__ = (
+        "_anti_index",
+        "_affinity_index",
+        "_arrays",
+        "_index",
         "generation",
         "have_pods_with_affinity",
         "have_pods_with_required_anti_affinity",
+        "image_num_nodes",
         "node_info_list",
         "node_info_map",
         "used_pvc",
@@ -30,6 +156,11 @@ class Snapshot:
         self.have_pods_with_required_anti_affinity: list[NodeInfo] = []
         self.generation = 0
         self.used_pvc: set[str] = set()
+        self.image_num_nodes: dict[str, int] = {}
+        self._index: dict[str, int] = {}
+        self._affinity_index: dict[str, int] = {}
+        self._anti_index: dict[str, int] = {}
+        self._arrays: NodeArrays | None = None
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
@@ -43,14 +174,86 @@ class Snapshot:
         return s
 
     def rebuild_lists(self) -> None:
+        """Recompute the ordered lists and their derived views from the map. O(nodes)."""
         self.node_info_list = [ni for ni in self.node_info_map.values() if ni.node is not None]
         self.have_pods_with_affinity = [ni for ni in self.node_info_list if ni.pods_with_affinity]
         self.have_pods_with_required_anti_affinity = [
             ni for ni in self.node_info_list if ni.pods_with_required_anti_affinity
         ]
+        self._index = {ni.name: i for i, ni in enumerate(self.node_info_list)}
+        self._affinity_index = {ni.name: i for i, ni in enumerate(self.have_pods_with_affinity)}
+        self._anti_index = {
+            ni.name: i for i, ni in enumerate(self.have_pods_with_required_anti_affinity)
+        }
+        images: dict[str, int] = {}
+        for ni in self.node_info_list:
+            assert ni.node is not None
+            for name in ni.node.images:
+                images[name] = images.get(name, 0) + 1
+        self.image_num_nodes = images
+        self._arrays = None
+
+    def swap_in(self, new: NodeInfo) -> None:
+        """Replace the listed NodeInfo of the same name by ``new`` (already in the map), in
+        every list and view. The caller guarantees that the node stays listed and keeps its
+        affinity flags (otherwise it must ``rebuild_lists``). O(images of the node)."""
+        name = new.name
+        i = self._index[name]
+        old = self.node_info_list[i]
+        self.node_info_list[i] = new
+        j = self._affinity_index.get(name)
+        if j is not None:
+            self.have_pods_with_affinity[j] = new
+        j = self._anti_index.get(name)
+        if j is not None:
+            self.have_pods_with_required_anti_affinity[j] = new
+        if old.node is not new.node:
+            assert old.node is not None and new.node is not None
+            if old.node.images != new.node.images:
+                images = self.image_num_nodes
+                for img in old.node.images:
+                    left = images[img] - 1
+                    if left:
+                        images[img] = left
+                    else:
+                        del images[img]
+                for img in new.node.images:
+                    images[img] = images.get(img, 0) + 1
+        if self._arrays is not None:
+            self._arrays.set_row(i, new)
+
+    def arrays(self) -> NodeArrays:
+        """The numeric columns of ``node_info_list`` (built on first use after a rebuild)."""
+        if self._arrays is None:
+            self._arrays = NodeArrays(self.node_info_list)
+        return self._arrays
+
+    def position(self, name: str) -> int | None:
+        """The row of node ``name`` in ``node_info_list`` (None: not listed). O(1)."""
+        return self._index.get(name)
 
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
 
     def num_nodes(self) -> int:
         return len(self.node_info_list)
+
+    def check_invariants(self) -> None:
+        assert self._index == {ni.name: i for i, ni in enumerate(self.node_info_list)}
+        for ni in self.node_info_list:
+            assert self.node_info_map.get(ni.name) is ni, f"node {ni.name}: list != map"
+        assert self.have_pods_with_affinity == [
+            ni for ni in self.node_info_list if ni.pods_with_affinity
+        ]
+        assert self.have_pods_with_required_anti_affinity == [
+            ni for ni in self.node_info_list if ni.pods_with_required_anti_affinity
+        ]
+        images: dict[str, int] = {}
+        for ni in self.node_info_list:
+            assert ni.node is not None
+            for name in ni.node.images:
+                images[name] = images.get(name, 0) + 1
+        assert self.image_num_nodes == images, "image counts drift"
+        if self._arrays is not None:
+            for i, ni in enumerate(self.node_info_list):
+                self._arrays.check_row(i, ni)

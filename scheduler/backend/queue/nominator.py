@@ -52,6 +52,10 @@ class Nominator:
         pods = self._by_node.get(node_name)
         return list(pods.values()) if pods else []
 
+    def nodes_with_nominated_pods(self) -> list[str]:
+        """The names of the nodes that have at least one nominated pod. O(such nodes)."""
+        return list(self._by_node)
+
     def nominated_node(self, key: str) -> str | None:
         return self._node_of.get(key)
 

@@ -6,10 +6,18 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
+from scheduler.backend.cache.snapshot import Int64Array
 from scheduler.framework.interface import MAX_NODE_SCORE
 from scheduler.types import NodeSelectorRequirement, NodeSelectorTerm
 
-__all__ = ["default_normalize_score", "match_node_selector_terms", "match_requirement"]
+__all__ = [
+    "default_normalize_score",
+    "default_normalize_score_batch",
+    "match_node_selector_terms",
+    "match_requirement",
+]
 
 
 def default_normalize_score(
@@ -25,6 +33,18 @@ def default_normalize_score(
     for i, s in enumerate(scores):
         s = max_score * s // highest
         scores[i] = max_score - s if reverse else s
+
+
+def default_normalize_score_batch(
+    scores: Int64Array, *, reverse: bool, max_score: int = MAX_NODE_SCORE
+) -> Int64Array:
+    """``default_normalize_score`` on a numpy column (same floor division), not in place."""
+    highest = int(scores.max()) if len(scores) else 0
+    if highest == 0:
+        return np.full(len(scores), max_score, dtype=np.int64) if reverse else scores
+    scaled = max_score * scores // highest
+    out: Int64Array = (max_score - scaled) if reverse else scaled
+    return out
 
 
 _INT = re.compile(r"[+-]?[0-9]+")

@@ -1,5 +1,6 @@
 """NodeAffinity: spec.nodeSelector and required node affinity as a filter (both must hold);
-preferred node affinity as a score (sum of the weights of matching terms, normalised)."""
+preferred node affinity as a score (sum of the weights of matching terms, normalised).
+PreFilter skips the filter of a pod with neither (upstream)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import (
+    SKIP,
     SUCCESS,
     ClusterEvent,
     CycleState,
     EventRegistration,
+    PreFilterResult,
     QueueingHint,
     Status,
 )
@@ -36,6 +39,16 @@ def pod_matches_node(pod: PodInfo, node: NodeRecord) -> bool:
 
 class NodeAffinity:
     name = names.NODE_AFFINITY
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not pod.node_selector and pod.required_node_affinity is None:
+            return None, SKIP  # the filter has nothing to check for this pod
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         node = node_info.node

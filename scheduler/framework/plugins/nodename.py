@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
+from scheduler.backend.cache.snapshot import BoolArray, Snapshot
 from scheduler.framework.interface import (
     SUCCESS,
     ClusterEvent,
@@ -27,6 +30,16 @@ class NodeName:
         if not pod.node_name or pod.node_name == node_info.name:
             return SUCCESS
         return Status.unresolvable(ERR_REASON, plugin=self.name)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> BoolArray:
+        n = snapshot.num_nodes()
+        if not pod.node_name:
+            return np.ones(n, dtype=np.bool_)
+        mask = np.zeros(n, dtype=np.bool_)
+        i = snapshot.position(pod.node_name)
+        if i is not None:
+            mask[i] = True
+        return mask
 
     def events_to_register(self) -> Iterable[EventRegistration]:
         def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

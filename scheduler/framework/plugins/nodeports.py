@@ -1,16 +1,20 @@
 """NodePorts: a pod's host ports must be free on the node (0.0.0.0 conflicts with every IP
-of the same protocol and port)."""
+of the same protocol and port). PreFilter skips the filter of a pod without host ports
+(upstream)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
+from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import (
+    SKIP,
     SUCCESS,
     ClusterEvent,
     CycleState,
     EventRegistration,
+    PreFilterResult,
     QueueingHint,
     Status,
 )
@@ -30,6 +34,16 @@ def _conflicts(hp: HostPort, used: Iterable[tuple[str, str, int]]) -> bool:
 
 class NodePorts:
     name = names.NODE_PORTS
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not pod.host_ports:
+            return None, SKIP
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if not pod.host_ports or not node_info.used_ports:

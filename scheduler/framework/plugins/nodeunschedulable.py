@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
+from scheduler.backend.cache.snapshot import BoolArray, Snapshot
 from scheduler.framework.interface import (
     SUCCESS,
     ClusterEvent,
@@ -33,6 +36,13 @@ class NodeUnschedulable:
         if node is None or not node.unschedulable or _tolerated(pod):
             return SUCCESS
         return Status.unresolvable(ERR_REASON_UNSCHEDULABLE, plugin=self.name)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> BoolArray:
+        arrays = snapshot.arrays()
+        if _tolerated(pod):
+            return np.ones(len(arrays.unschedulable), dtype=np.bool_)
+        mask: BoolArray = ~arrays.unschedulable
+        return mask
 
     def events_to_register(self) -> Iterable[EventRegistration]:
         def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:

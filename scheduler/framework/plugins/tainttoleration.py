@@ -1,12 +1,18 @@
 """TaintToleration: filter on NoSchedule/NoExecute taints; score by PreferNoSchedule taints
-the pod does not tolerate (fewer is better)."""
+the pod does not tolerate (fewer is better).
+
+In bulk (``filter_batch``/``score_batch``): a node without NoSchedule/NoExecute taints
+passes, and one without PreferNoSchedule taints scores 0; only tainted nodes are looked at
+one by one."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from scheduler.backend.cache.snapshot import Snapshot
+import numpy as np
+
+from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
 from scheduler.framework.interface import (
     SUCCESS,
     ClusterEvent,
@@ -16,7 +22,10 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
-from scheduler.framework.plugins.helper import default_normalize_score
+from scheduler.framework.plugins.helper import (
+    default_normalize_score,
+    default_normalize_score_batch,
+)
 from scheduler.types import NodeInfo, NodeRecord, PodInfo, Taint, Toleration
 
 ERR_REASON_NOT_MATCH = "node(s) had untolerated taint(s)"
@@ -45,6 +54,10 @@ class TaintToleration:
             return Status.unresolvable(ERR_REASON_NOT_MATCH, plugin=self.name)
         return SUCCESS
 
+    def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> BoolArray:
+        mask: BoolArray = ~snapshot.arrays().hard_taints
+        return mask
+
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status:
@@ -63,8 +76,21 @@ class TaintToleration:
             if taint.effect == "PreferNoSchedule" and not any(t.tolerates(taint) for t in prefer)
         )
 
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, rows: IntpArray
+    ) -> Int64Array:
+        out = np.zeros(len(rows), dtype=np.int64)
+        for k in np.flatnonzero(snapshot.arrays().prefer_taints[rows]).tolist():
+            out[k] = self.score(state, pod, snapshot.node_info_list[int(rows[k])])
+        return out
+
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         default_normalize_score(scores, reverse=True)
+
+    def normalize_scores_batch(
+        self, state: CycleState, pod: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        return default_normalize_score_batch(scores, reverse=True)
 
     def events_to_register(self) -> Iterable[EventRegistration]:
         effects = ("NoSchedule", "NoExecute")

@@ -5,6 +5,10 @@ MostAllocated or RequestedToCapacityRatio over the configured resources.
 A request larger than the node's whole allocatable can never be met by preemption, so that
 rejection is UNSCHEDULABLE_AND_UNRESOLVABLE (upstream marks such insufficiencies
 ``Unresolvable``); anything else is UNSCHEDULABLE and preemption may help.
+
+``filter_batch`` and ``score_batch`` compute the same answers for every node of the snapshot
+at once from its ``NodeArrays`` (integer numpy arithmetic, exact below ``EXACT_LIMIT``); a pod
+asking for an extended resource, or a node with huge numbers, goes the per-node way.
 """
 
 from __future__ import annotations
@@ -14,7 +18,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.backend.cache.snapshot import Snapshot
+import numpy as np
+
+from scheduler.backend.cache.snapshot import (
+    EXACT_LIMIT,
+    BoolArray,
+    Int64Array,
+    IntpArray,
+    NodeArrays,
+    Snapshot,
+)
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -168,6 +181,43 @@ def resource_vectors(
     return requested, allocated, allocatable
 
 
+_STANDARD = ("cpu", "memory", "ephemeral-storage")
+
+
+def batch_columns(
+    pod: PodInfo,
+    arrays: NodeArrays,
+    rows: IntpArray,
+    resources: Sequence[ResourceSpec],
+    *,
+    non_zero: bool,
+) -> list[tuple[ResourceSpec, Int64Array, Int64Array, int]] | None:
+    """``resource_vectors`` for the nodes at ``rows``, column-wise: per scored resource
+    (spec, allocatable, already requested, the pod's amount). An extended resource the pod
+    does not request is left out (every scorer skips it); None if the pod requests one, or
+    asks for more than the arrays hold exactly (score those nodes one by one)."""
+    cols: list[tuple[ResourceSpec, Int64Array, Int64Array, int]] = []
+    for spec in resources:
+        want = pod_amount(pod, spec.name, non_zero=non_zero)
+        if spec.name not in _STANDARD:
+            if want == 0:
+                continue
+            return None
+        if not 0 <= want < EXACT_LIMIT:
+            return None
+        if spec.name == "cpu":
+            cap = arrays.alloc_cpu[rows]
+            used = (arrays.nz_cpu if non_zero else arrays.req_cpu)[rows]
+        elif spec.name == "memory":
+            cap = arrays.alloc_mem[rows]
+            used = (arrays.nz_mem if non_zero else arrays.req_mem)[rows]
+        else:
+            cap = arrays.alloc_eph[rows]
+            used = arrays.req_eph[rows]
+        cols.append((spec, cap, used, want))
+    return cols
+
+
 def _div_trunc(a: int, b: int) -> int:
     """Integer division rounding toward zero, as Go's ``/`` (Python's ``//`` floors)."""
     q = abs(a) // abs(b)
@@ -210,6 +260,12 @@ class NodeResourcesFit:
         self.resources = tuple(resources)
         self.shape = tuple(sorted(shape))
         self.ignored = frozenset(ignored_resources)
+        # RequestedToCapacityRatio by utilisation percent (0..100), for score_batch.
+        self._ratio_table = (
+            np.array([self._ratio_of_utilization(u) for u in range(101)], dtype=np.int64)
+            if self.shape
+            else None
+        )
 
     # ------------------------------------------------------------------ filter
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
@@ -234,6 +290,24 @@ class NodeResourcesFit:
             else Code.UNSCHEDULABLE
         )
         return Status(code, tuple(b.reason for b in bad), self.name)
+
+    def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> BoolArray | None:
+        """True where ``filter``'s fast path admits the pod: a pod slot free and the cpu,
+        memory and ephemeral-storage requests within what is left (no extended request)."""
+        req = pod.requests
+        if req.scalar or not all(
+            0 <= v < EXACT_LIMIT for v in (req.milli_cpu, req.memory, req.ephemeral_storage)
+        ):
+            return None
+        a = snapshot.arrays()
+        mask: BoolArray = (
+            a.exact
+            & (a.num_pods < a.alloc_pods)
+            & (a.alloc_cpu - a.req_cpu >= req.milli_cpu)
+            & (a.alloc_mem - a.req_mem >= req.memory)
+            & (a.alloc_eph - a.req_eph >= req.ephemeral_storage)
+        )
+        return mask
 
     # ------------------------------------------------------------------ score
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
@@ -260,10 +334,58 @@ class NodeResourcesFit:
             return _round_half_away(total, weights)  # upstream math.Round
         return total // weights
 
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, rows: IntpArray
+    ) -> Int64Array | None:
+        """``score`` of many nodes with the same integer arithmetic, column by column."""
+        arrays = snapshot.arrays()
+        cols = batch_columns(pod, arrays, rows, self.resources, non_zero=True)
+        if cols is None:
+            return None
+        n = len(rows)
+        total = np.zeros(n, dtype=np.int64)
+        weights = np.zeros(n, dtype=np.int64)
+        for spec, cap, used, want in cols:
+            requested = used + want
+            valid = cap != 0
+            safe_cap = np.where(valid, cap, 1)
+            if self.strategy == LEAST_ALLOCATED:
+                s = np.where(
+                    requested > cap, 0, (cap - requested) * MAX_NODE_SCORE // safe_cap
+                )
+            elif self.strategy == MOST_ALLOCATED:
+                s = np.minimum(requested, cap) * MAX_NODE_SCORE // safe_cap
+            else:
+                util = np.minimum(100, requested * 100 // safe_cap)
+                if self._ratio_table is None or (n and int(util.min()) < 0):
+                    return None
+                s = self._ratio_table[util]
+                valid &= s > 0
+            total += np.where(valid, s * spec.weight, 0)
+            weights += np.where(valid, spec.weight, 0)
+        nonzero = weights != 0
+        safe_weights = np.where(nonzero, weights, 1)
+        if self.strategy == REQUESTED_TO_CAPACITY_RATIO:
+            out = (2 * total + weights) // (2 * safe_weights)  # _round_half_away
+        else:
+            out = total // safe_weights
+        out = np.where(nonzero, out, 0).astype(np.int64)
+        for k in np.flatnonzero(~arrays.exact[rows]).tolist():
+            out[k] = self.score(state, pod, snapshot.node_info_list[int(rows[k])])
+        return out
+
+    def normalize_scores_batch(
+        self, state: CycleState, pod: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        return scores
+
     def _ratio(self, requested: int, capacity: int) -> int:
         """Broken-linear function of utilisation over the configured shape (scores 0..10,
         scaled to 0..100), upstream's ``BuildBrokenLinearFunction``."""
         util = min(100, requested * 100 // capacity) if capacity else 100
+        return self._ratio_of_utilization(util)
+
+    def _ratio_of_utilization(self, util: int) -> int:
         pts = self.shape
         if util <= pts[0][0]:
             return pts[0][1] * 10

@@ -1,0 +1,544 @@
+"""Pure helpers of benchmarks/cluster_bench.py: statistics, ratios against the targets,
+profile folding and the markdown report. No I/O, no cluster, no matplotlib: unit-tested in
+tests/unit/test_bench_helpers.py.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+KUBE = "kube-scheduler"
+PY = "py-scheduler"
+SCHEDULERS = (KUBE, PY)
+QPS_MODES = ("defaults", "equal")
+QPS_MODE_TEXT = {
+    "defaults": "shipped defaults (50 QPS / 100 burst for both)",
+    "equal": "equal unthrottled client (5000 QPS / 5000 burst for both)",
+}
+
+# --------------------------------------------------------------------------------------------
+# Statistics
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100) with linear interpolation between closest ranks (numpy's
+    default); None for no values."""
+    if not values:
+        return None
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile {q} is not in [0, 100]")
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def summarize(values: Sequence[float], digits: int = 3) -> dict[str, Any]:
+    """count, mean, p50, p90, p99, max (None when there are no values)."""
+    if not values:
+        return {"count": 0, "mean": None, "p50": None, "p90": None, "p99": None, "max": None}
+
+    def r(x: float | None) -> float | None:
+        return None if x is None else round(x, digits)
+
+    return {
+        "count": len(values),
+        "mean": r(sum(values) / len(values)),
+        "p50": r(percentile(values, 50)),
+        "p90": r(percentile(values, 90)),
+        "p99": r(percentile(values, 99)),
+        "max": r(max(values)),
+    }
+
+
+def quantile_sketch(values: Sequence[float], points: int = 101, digits: int = 4) -> list[float]:
+    """`points` evenly spaced quantiles (0%..100%) of values: a small, plottable CDF."""
+    if not values:
+        return []
+    if points < 2:
+        raise ValueError("a sketch needs at least 2 points")
+    out: list[float] = []
+    for i in range(points):
+        p = percentile(values, 100.0 * i / (points - 1))
+        assert p is not None
+        out.append(round(p, digits))
+    return out
+
+
+def cdf_xy(sketch: Sequence[float]) -> tuple[list[float], list[float]]:
+    """(x, y) of a CDF from a quantile sketch: x the value, y the fraction at or below it."""
+    n = len(sketch)
+    if n == 0:
+        return [], []
+    if n == 1:
+        return [sketch[0]], [1.0]
+    return list(sketch), [i / (n - 1) for i in range(n)]
+
+
+def completion_curve(
+    times: Iterable[float], t0: float, max_points: int = 200
+) -> list[tuple[float, int]]:
+    """(seconds since t0, how many had completed by then), at most max_points points, always
+    including the last one."""
+    ordered = sorted(t - t0 for t in times)
+    n = len(ordered)
+    if n == 0:
+        return []
+    step = max(1, math.ceil(n / max_points))
+    picks = list(range(step - 1, n, step))
+    if picks[-1] != n - 1:
+        picks.append(n - 1)
+    return [(round(ordered[i], 3), i + 1) for i in picks]
+
+
+def parse_time(text: str | None) -> float | None:
+    """RFC 3339 ('2026-01-02T03:04:05Z', optionally with fractions or an offset) -> epoch
+    seconds; None for None or ''."""
+    if not text:
+        return None
+    value = text.strip()
+    if value.endswith("Z"):
+        value = value[:-1] + "+00:00"
+    parsed = dt.datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.timestamp()
+
+
+def ratio(num: float | None, den: float | None, digits: int = 2) -> float | None:
+    """num / den rounded, or None when either is missing or den is 0."""
+    if num is None or den is None or den == 0:
+        return None
+    return round(num / den, digits)
+
+
+_PREEMPTED = re.compile(r"Preempted by (?:pod |Pod )?(\S+) on node (\S+)")
+
+
+def parse_preempted_message(message: str) -> tuple[str, str] | None:
+    """(preemptor uid, node) from a Preempted event's message, from either scheduler:
+    kube-scheduler 'Preempted by pod <uid> on node <node>' (older: without 'pod ')."""
+    match = _PREEMPTED.search(message or "")
+    return (match.group(1), match.group(2)) if match else None
+
+
+def victims_summary(
+    victims_by_preemptor: Mapping[str, int],
+    preemptors: int,
+    needed: int,
+) -> dict[str, Any]:
+    """Victims per preemptor from Preempted events grouped by preemptor."""
+    counts = list(victims_by_preemptor.values())
+    total = sum(counts)
+    return {
+        "preemptors_with_victims": len(counts),
+        "victims_from_events": total,
+        "victims_per_preemptor": ratio(total, preemptors, 3),
+        "max_victims_for_one_preemptor": max(counts) if counts else 0,
+        "preemptors_over_needed": sum(1 for c in counts if c > needed),
+        "histogram": {str(k): v for k, v in sorted(Counter(counts).items())},
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Ratios and targets
+
+
+def find_run(
+    runs: Sequence[Mapping[str, Any]], *, scenario: str, size: str, qps_mode: str, scheduler: str
+) -> Mapping[str, Any] | None:
+    for run in runs:
+        if (
+            run.get("scenario") == scenario
+            and run.get("size") == size
+            and run.get("qps_mode") == qps_mode
+            and run.get("scheduler") == scheduler
+            and not run.get("profiled")
+        ):
+            return run
+    return None
+
+
+def _metric(run: Mapping[str, Any] | None, key: str) -> float | None:
+    if run is None or not run.get("complete", False):
+        return None
+    value = run.get(key)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _check(value: float | None, op: str, target: float) -> bool | None:
+    if value is None:
+        return None
+    return value >= target if op == ">=" else value <= target
+
+
+def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The issue's ratios for every size that was run, each against its target.
+
+    throughput py/kube (defaults: >= 1.0; equal QPS: >= 0.8), preemption completion time
+    kube/py (>= 0.8), victims per preemptor py vs kube (py never above kube), peak RSS py/kube
+    (<= 1.5). `met` is None when a run is missing or did not complete."""
+    sizes = list(dict.fromkeys(str(r.get("size")) for r in runs))
+    out: list[dict[str, Any]] = []
+
+    def add(
+        name: str, size: str, mode: str, value: float | None, op: str, target: float, detail: str
+    ) -> None:
+        out.append(
+            {
+                "name": name,
+                "size": size,
+                "qps_mode": mode,
+                "value": value,
+                "op": op,
+                "target": target,
+                "met": _check(value, op, target),
+                "detail": detail,
+            }
+        )
+
+    for size in sizes:
+        for mode in QPS_MODES:
+
+            def get(
+                scenario: str, sched: str, size: str = size, mode: str = mode
+            ) -> Mapping[str, Any] | None:
+                return find_run(runs, scenario=scenario, size=size, qps_mode=mode, scheduler=sched)
+
+            tk, tp = get("throughput", KUBE), get("throughput", PY)
+            if tk is not None or tp is not None:
+                value = ratio(_metric(tp, "pods_per_second"), _metric(tk, "pods_per_second"))
+                add(
+                    "throughput py/kube",
+                    size,
+                    mode,
+                    value,
+                    ">=",
+                    1.0 if mode == "defaults" else 0.8,
+                    f"{_fmt(_metric(tp, 'pods_per_second'))} / "
+                    f"{_fmt(_metric(tk, 'pods_per_second'))} pods/s",
+                )
+            pk, pp = get("preemption", KUBE), get("preemption", PY)
+            if pk is not None or pp is not None:
+                ck, cp = _metric(pk, "completion_seconds"), _metric(pp, "completion_seconds")
+                add(
+                    "preemption completion kube/py",
+                    size,
+                    mode,
+                    ratio(ck, cp),
+                    ">=",
+                    0.8,
+                    f"{_fmt(ck)} s / {_fmt(cp)} s",
+                )
+                vk = _metric(pk, "victims_per_preemptor")
+                vp = _metric(pp, "victims_per_preemptor")
+                mk = _metric(pk, "max_victims_per_preemptor")
+                mp = _metric(pp, "max_victims_per_preemptor")
+                diff = None if vk is None or vp is None else round(vp - vk, 3)
+                never_above = None
+                if None not in (vk, vp, mk, mp):
+                    never_above = bool(vp <= vk and mp <= mk)  # type: ignore[operator]
+                out.append(
+                    {
+                        "name": "victims per preemptor py - kube",
+                        "size": size,
+                        "qps_mode": mode,
+                        "value": diff,
+                        "op": "<=",
+                        "target": 0.0,
+                        "met": never_above,
+                        "detail": f"mean {_fmt(vp)} vs {_fmt(vk)}, "
+                        f"max {_fmt(mp, 0)} vs {_fmt(mk, 0)}",
+                    }
+                )
+        # Peak RSS: the largest high-water mark of each scheduler's throughput runs at this size.
+        peaks: dict[str, float] = {}
+        for sched in SCHEDULERS:
+            marks = [
+                float(r["vmhwm_kib"])
+                for r in runs
+                if r.get("size") == size
+                and r.get("scheduler") == sched
+                and r.get("scenario") == "throughput"
+                and not r.get("profiled")
+                and isinstance(r.get("vmhwm_kib"), int | float)
+            ]
+            if marks:
+                peaks[sched] = max(marks)
+        if peaks:
+            add(
+                "peak RSS py/kube",
+                size,
+                "all",
+                ratio(peaks.get(PY), peaks.get(KUBE)),
+                "<=",
+                1.5,
+                f"{_fmt(_mib(peaks.get(PY)), 0)} MiB / {_fmt(_mib(peaks.get(KUBE)), 0)} MiB",
+            )
+    return out
+
+
+def _mib(kib: float | None) -> float | None:
+    return None if kib is None else kib / 1024.0
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Profiles (py-spy --format raw: collapsed stacks "frame;frame;frame count")
+
+
+def fold_profile(lines: Iterable[str], top: int = 15) -> dict[str, Any]:
+    """Self and inclusive sample counts per function from collapsed stacks.
+
+    A frame looks like 'function (path/to/file.py:123)'; the line number is dropped so that
+    one function is one row. Process/thread pseudo-frames (no '.py') are skipped."""
+    self_counts: Counter[str] = Counter()
+    incl_counts: Counter[str] = Counter()
+    total = 0
+    for raw in lines:
+        line = raw.rstrip("\n")
+        if not line.strip():
+            continue
+        stack, _, count_text = line.rpartition(" ")
+        try:
+            count = int(count_text)
+        except ValueError:
+            continue
+        frames = [_frame_name(f) for f in stack.split(";")]
+        frames = [f for f in frames if f is not None]
+        if not frames:
+            continue
+        total += count
+        self_counts[frames[-1]] += count
+        for name in set(frames):
+            incl_counts[name] += count
+
+    def rows(counter: Counter[str]) -> list[dict[str, Any]]:
+        return [
+            {"function": name, "samples": n, "percent": round(100.0 * n / total, 1)}
+            for name, n in counter.most_common(top)
+        ]
+
+    return {"samples": total, "self": rows(self_counts), "inclusive": rows(incl_counts)}
+
+
+_FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
+
+
+def _frame_name(frame: str) -> str | None:
+    match = _FRAME.match(frame.strip())
+    if not match or ".py" not in match.group("file"):
+        return None
+    path = match.group("file")
+    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{match.group('func')} ({path})"
+
+
+# --------------------------------------------------------------------------------------------
+# The markdown report
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(" --- " for _ in headers) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(c) for c in row) + " |")
+    return lines
+
+
+def _lat(run: Mapping[str, Any], key: str, field: str) -> Any:
+    return (run.get(key) or {}).get(field)
+
+
+def render_markdown(results: Mapping[str, Any]) -> str:
+    """results.md: the setup, one table per scenario, the ratios against the targets."""
+    meta = results.get("meta") or {}
+    runs: list[Mapping[str, Any]] = list(results.get("runs") or [])
+    md: list[str] = ["# Cluster benchmarks: py-scheduler vs kube-scheduler", ""]
+    machine = meta.get("machine") or {}
+    versions = meta.get("versions") or {}
+    md += [
+        f"- date: {meta.get('date', '-')}; revision `{meta.get('revision', '-')}`",
+        f"- machine: {machine.get('cores', '-')} cores, {machine.get('memory_gib', '-')} GiB, "
+        f"{machine.get('cpu', '-')}; Python {machine.get('python', '-')}",
+        "- control plane: Kubernetes "
+        + ", ".join(f"{k}={v}" for k, v in versions.items())
+        + "; kwok fake nodes (4 cpu, 32Gi, 110 pods)",
+        f"- load average before / after: {meta.get('loadavg_start', '-')} / "
+        f"{meta.get('loadavg_end', '-')} (other work on the machine adds noise)",
+        "",
+    ]
+    ratios = results.get("ratios") or compute_ratios(runs)
+    if ratios:
+        md += ["## Ratios against the targets", ""]
+        md += _table(
+            ["ratio", "size", "client QPS", "value", "target", "met", "detail"],
+            (
+                [
+                    r["name"],
+                    r["size"],
+                    r["qps_mode"],
+                    r["value"],
+                    f"{r['op']} {r['target']}",
+                    r["met"],
+                    r["detail"],
+                ]
+                for r in ratios
+            ),
+        )
+        md.append("")
+    tp = [r for r in runs if r.get("scenario") == "throughput"]
+    if tp:
+        md += [
+            "## Throughput",
+            "",
+            "Pods of upstream scheduler_perf's default shape (100m / 500Mi, priority 0) created "
+            "in bulk; pods/s from the first create call to the last bind the benchmark's watch "
+            "saw. Latency (client): create call to the watch seeing `spec.nodeName`. Latency "
+            "(server): `creationTimestamp` to the PodScheduled condition's "
+            "`lastTransitionTime` (whole seconds).",
+            "",
+        ]
+        md += _table(
+            [
+                "size",
+                "client QPS",
+                "scheduler",
+                "nodes",
+                "pods",
+                "bound",
+                "pods/s",
+                "create s",
+                "p50 s",
+                "p99 s",
+                "server p50 s",
+                "server p99 s",
+                "peak RSS MiB",
+                "CPU s",
+            ],
+            (
+                [
+                    r["size"],
+                    r["qps_mode"],
+                    r["scheduler"] + (" (profiled)" if r.get("profiled") else ""),
+                    r.get("nodes"),
+                    r.get("pods"),
+                    r.get("bound"),
+                    r.get("pods_per_second"),
+                    r.get("create_seconds"),
+                    _lat(r, "latency_client", "p50"),
+                    _lat(r, "latency_client", "p99"),
+                    _lat(r, "latency_server", "p50"),
+                    _lat(r, "latency_server", "p99"),
+                    _mib(r.get("vmhwm_kib")),
+                    r.get("cpu_seconds"),
+                ]
+                for r in tp
+            ),
+        )
+        md.append("")
+    pre = [r for r in runs if r.get("scenario") == "preemption"]
+    if pre:
+        md += [
+            "## Preemption",
+            "",
+            "Upstream PreemptionAsync's shape, scaled: every node holds 4 low-priority pods "
+            "(900m each, grace 1 s); high-priority pods (3 cpu) arrive at a fixed rate and each "
+            "needs 3 victims. Completion: first preemptor created to the last one bound.",
+            "",
+        ]
+        md += _table(
+            [
+                "size",
+                "client QPS",
+                "scheduler",
+                "nodes",
+                "preemptors",
+                "rate /s",
+                "bound",
+                "completion s",
+                "victims (deleted)",
+                "victims / preemptor",
+                "max for one",
+                "over-preempting",
+                "peak RSS MiB",
+            ],
+            (
+                [
+                    r["size"],
+                    r["qps_mode"],
+                    r["scheduler"],
+                    r.get("nodes"),
+                    r.get("preemptors"),
+                    r.get("rate"),
+                    r.get("bound"),
+                    r.get("completion_seconds"),
+                    r.get("victims_deleted"),
+                    r.get("victims_per_preemptor"),
+                    r.get("max_victims_per_preemptor"),
+                    r.get("preemptors_over_needed"),
+                    _mib(r.get("vmhwm_kib")),
+                ]
+                for r in pre
+            ),
+        )
+        md.append("")
+    profile = results.get("profile")
+    if profile and profile.get("self"):
+        md += [
+            "## Profile of py-scheduler (largest throughput run)",
+            "",
+            f"{profile.get('tool', '-')}, {profile.get('samples', 0)} samples; "
+            f"raw: `{profile.get('file', '-')}`.",
+            "",
+        ]
+        md += _table(
+            ["self %", "function"], ([p["percent"], f"`{p['function']}`"] for p in profile["self"])
+        )
+        md.append("")
+        md += _table(
+            ["inclusive %", "function"],
+            ([p["percent"], f"`{p['function']}`"] for p in profile.get("inclusive", [])),
+        )
+        md.append("")
+    core = results.get("core")
+    if core:
+        md += ["## In-process core benchmark (benchmarks/core_bench.py)", ""]
+        md += _render_core(core)
+        md.append("")
+    return "\n".join(md).rstrip() + "\n"
+
+
+def _render_core(core: Mapping[str, Any]) -> list[str]:
+    """Whatever core_bench.py wrote: lists of records as tables, records as key: value."""
+    out: list[str] = []
+    for key, value in core.items():
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            headers = list(dict.fromkeys(k for v in value for k in v))
+            out += [f"{key}:", ""]
+            out += _table(headers, ([v.get(h) for h in headers] for v in value))
+            out.append("")
+        elif isinstance(value, Mapping):
+            out.append(f"- {key}: " + ", ".join(f"{k}={_fmt(v)}" for k, v in value.items()))
+        else:
+            out.append(f"- {key}: {_fmt(value)}")
+    return out

@@ -1,0 +1,1482 @@
+#!/usr/bin/env python3
+"""Cluster benchmarks: py-scheduler side by side with kube-scheduler on a real API server.
+
+A script that measures and reports, never a test. It starts a private local control plane
+(hack/localcluster.py: etcd, kube-apiserver, kube-controller-manager, kwok) in its own state
+dir under the cache and, for each scheduler in turn (only one runs at a time), on a fresh
+namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
+
+1. throughput: P pods of upstream scheduler_perf's default shape (100m / 500Mi, priority 0)
+   created in bulk on N nodes; pods/s from the first create call to the last bind seen by a
+   client-side watch; latency p50/p99 client side (create call -> watch sees spec.nodeName)
+   and server side (creationTimestamp -> PodScheduled lastTransitionTime, whole seconds).
+2. preemption (upstream PreemptionAsync's shape, scaled): every node holds 4 low-priority pods
+   (900m, grace 1s), high-priority pods (3 cpu) arrive at a fixed rate, each needing 3 victims;
+   time until all are bound, victims per preemptor, preemptors that took more than needed.
+3. memory: each scheduler process's peak RSS (VmHWM) at the end of every run.
+
+Each scenario runs with both schedulers at their shipped client QPS/burst defaults (50/100)
+and with an equal unthrottled client (5000/5000). py-scheduler is profiled (py-spy, else
+cProfile) in one extra throughput run at the largest size.
+
+Output in --out (default benchmarks/results/latest): results.json (raw), results.md and PNG
+plots. `make bench` runs benchmarks/core_bench.py first and passes its JSON with --core-json
+so that one report holds both.
+
+Usage:
+    python benchmarks/cluster_bench.py [--size small|large|both] [--out DIR]
+        [--scenarios throughput,preemption] [--modes defaults,equal] [--schedulers kube,py]
+        [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD]
+    python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import datetime as dt
+import http.client
+import importlib.util
+import json
+import os
+import platform
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+import bench_helpers as H  # noqa: E402
+
+
+def _load_localcluster() -> ModuleType:
+    """hack/ is not a package: load hack/localcluster.py as the module `localcluster`."""
+    if "localcluster" in sys.modules:
+        return sys.modules["localcluster"]
+    path = REPO_ROOT / "hack" / "localcluster.py"
+    spec = importlib.util.spec_from_file_location("localcluster", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["localcluster"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+localcluster = _load_localcluster()
+
+LOOPBACK = "127.0.0.1"
+BENCH_LABEL = "py-scheduler-bench"  # every node and namespace we make carries bench=<this>
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+HIGH_CLASS = "bench-high"
+EQUAL_QPS = 5000
+
+
+@dataclass(frozen=True)
+class Size:
+    name: str
+    nodes: int
+    pods: int
+    preempt_nodes: int  # one preemptor per node, 4 low-priority pods per node
+
+
+SIZES = {
+    "tiny": Size("tiny", nodes=10, pods=100, preempt_nodes=10),  # a smoke test of the script
+    "small": Size("small", nodes=100, pods=1000, preempt_nodes=100),
+    "large": Size("large", nodes=1000, pods=5000, preempt_nodes=500),
+}
+
+
+def log(message: str) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    print(f"[bench {stamp}] {message}", file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# A small API client: persistent HTTPS connections (one per thread) and watch streams
+
+
+class ApiError(RuntimeError):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+class Api:
+    """Just enough REST for the benchmark, from the admin kubeconfig (embedded certs)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        config = yaml.safe_load(kubeconfig.read_text())
+
+        def named(kind: str, name: str) -> dict[str, Any]:
+            for item in config.get(kind) or []:
+                if item.get("name") == name:
+                    return dict(item.get(kind[:-1]) or {})
+            raise RuntimeError(f"{kubeconfig}: no {kind[:-1]} {name!r}")
+
+        context = named("contexts", config["current-context"])
+        cluster = named("clusters", context["cluster"])
+        user = named("users", context["user"])
+        url = urllib.parse.urlsplit(cluster["server"])
+        self.host = url.hostname or LOOPBACK
+        self.port = url.port or 443
+        ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
+        self.context = ssl.create_default_context(cadata=ca)
+        with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+            cert, key = Path(tmp) / "c.crt", Path(tmp) / "c.key"
+            cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+            fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(base64.b64decode(user["client-key-data"]))
+            self.context.load_cert_chain(cert, key)
+        self._local = threading.local()
+
+    def _new_connection(self, timeout: float | None) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(
+            self.host, self.port, context=self.context, timeout=timeout
+        )
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        query: Mapping[str, str] | None = None,
+        allow: Sequence[int] = (),
+    ) -> tuple[int, dict[str, Any]]:
+        url = path + ("?" + urllib.parse.urlencode(query) if query else "")
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = getattr(self._local, "conn", None)
+            if conn is None:
+                conn = self._new_connection(60.0)
+                self._local.conn = conn
+            try:
+                conn.request(method, url, body=data, headers=headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+            except (http.client.HTTPException, OSError):
+                conn.close()
+                self._local.conn = None
+                if attempt >= 4:
+                    raise
+                time.sleep(0.2 * attempt)
+                continue
+            if resp.status == 429 and attempt < 20:  # the API server's max-inflight limit
+                time.sleep(min(1.0, 0.05 * attempt))
+                continue
+            break
+        parsed: dict[str, Any] = {}
+        if raw:
+            with contextlib.suppress(ValueError):
+                parsed = json.loads(raw)
+        if resp.status >= 400 and resp.status not in allow:
+            raise ApiError(resp.status, f"{method} {path}: {parsed.get('message', raw[:200])}")
+        return resp.status, parsed
+
+    def get(self, path: str, **query: str) -> dict[str, Any]:
+        return self.request("GET", path, query=query or None)[1]
+
+    def list_all(self, path: str, **query: str) -> tuple[list[dict[str, Any]], str]:
+        """All items of a LIST (pages of 500) and the list's resourceVersion."""
+        items: list[dict[str, Any]] = []
+        cont = ""
+        while True:
+            page = {"limit": "500", **query}
+            if cont:
+                page["continue"] = cont
+            out = self.get(path, **page)
+            items.extend(out.get("items") or [])
+            cont = (out.get("metadata") or {}).get("continue") or ""
+            if not cont:
+                return items, str((out.get("metadata") or {}).get("resourceVersion", ""))
+
+    def open_stream(
+        self, path: str, query: Mapping[str, str]
+    ) -> tuple[http.client.HTTPSConnection, http.client.HTTPResponse]:
+        conn = self._new_connection(None)
+        conn.request(
+            "GET",
+            path + "?" + urllib.parse.urlencode(query),
+            headers={"Accept": "application/json"},
+        )
+        resp = conn.getresponse()
+        if resp.status != 200:
+            detail = resp.read()[:300]
+            conn.close()
+            raise ApiError(resp.status, f"watch {path}: {detail!r}")
+        return conn, resp
+
+
+# --------------------------------------------------------------------------------------------
+# A client-side pod watch: when did we see each pod created, bound, deleting, gone
+
+
+@dataclass
+class PodRecord:
+    uid: str = ""
+    node: str = ""
+    added: float | None = None
+    bound: float | None = None
+    running: float | None = None
+    deleting: float | None = None
+    deleted: float | None = None
+
+
+def _group(name: str) -> str:
+    return name.split("-", 1)[0]
+
+
+class PodWatch:
+    """Watches one namespace's pods in a thread; counts per name group ('tp', 'low', ...)."""
+
+    def __init__(self, api: Api, namespace: str) -> None:
+        self.api = api
+        self.namespace = namespace
+        self.pods: dict[str, PodRecord] = {}
+        self.counts: Counter[tuple[str, str]] = Counter()  # (group, what) -> pods
+        self.last_change: dict[str, float] = {}  # what -> last time a count moved
+        self.cond = threading.Condition()
+        self.errors: list[str] = []
+        self._stop = False
+        self._conn: http.client.HTTPSConnection | None = None
+        self._thread = threading.Thread(target=self._run, name=f"watch-{namespace}", daemon=True)
+        self._rv = ""
+
+    def start(self) -> PodWatch:
+        items, self._rv = self.api.list_all(f"/api/v1/namespaces/{self.namespace}/pods")
+        now = time.time()
+        for obj in items:
+            self._record("ADDED", obj, now)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop = True
+        conn = self._conn
+        if conn is not None and conn.sock is not None:
+            with contextlib.suppress(OSError):
+                conn.sock.shutdown(socket.SHUT_RDWR)
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        while not self._stop:
+            try:
+                query = {
+                    "watch": "1",
+                    "resourceVersion": self._rv,
+                    "allowWatchBookmarks": "true",
+                    "timeoutSeconds": "3600",
+                }
+                conn, resp = self.api.open_stream(path, query)
+                self._conn = conn
+                try:
+                    while not self._stop:
+                        line = resp.readline()
+                        if not line:
+                            break
+                        now = time.time()
+                        event = json.loads(line)
+                        kind, obj = event.get("type"), event.get("object") or {}
+                        if kind == "ERROR":
+                            self.errors.append(f"watch error: {obj.get('message')}")
+                            if obj.get("code") == 410:  # too old: resume from a fresh list
+                                _, self._rv = self.api.list_all(path)
+                            break
+                        self._rv = obj.get("metadata", {}).get("resourceVersion", self._rv)
+                        if kind != "BOOKMARK":
+                            self._record(kind, obj, now)
+                finally:
+                    conn.close()
+            except Exception as err:  # reconnect; a benchmark must not die of a dropped watch
+                if not self._stop:
+                    self.errors.append(f"watch: {err!r}")
+                    time.sleep(0.2)
+
+    def _bump(self, group: str, what: str, now: float) -> None:
+        self.counts[(group, what)] += 1
+        self.last_change[what] = now
+
+    def _record(self, kind: str | None, obj: Mapping[str, Any], now: float) -> None:
+        meta = obj.get("metadata") or {}
+        name = str(meta.get("name", ""))
+        group = _group(name)
+        with self.cond:
+            rec = self.pods.get(name)
+            if rec is None or (meta.get("uid") and rec.uid and rec.uid != meta.get("uid")):
+                rec = self.pods[name] = PodRecord(uid=str(meta.get("uid", "")))
+                rec.added = now
+                self._bump(group, "added", now)
+            node = (obj.get("spec") or {}).get("nodeName")
+            if node and rec.bound is None:
+                rec.bound, rec.node = now, str(node)
+                self._bump(group, "bound", now)
+            if (obj.get("status") or {}).get("phase") == "Running" and rec.running is None:
+                rec.running = now
+                self._bump(group, "running", now)
+            if (meta.get("deletionTimestamp") or kind == "DELETED") and rec.deleting is None:
+                rec.deleting = now
+                self._bump(group, "deleting", now)
+            if kind == "DELETED" and rec.deleted is None:
+                rec.deleted = now
+                self._bump(group, "deleted", now)
+            self.cond.notify_all()
+
+    def count(self, group: str, what: str) -> int:
+        return self.counts[(group, what)]
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not predicate():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.cond.wait(min(remaining, 1.0))
+        return True
+
+    def wait_quiet(self, what: str, quiet: float, timeout: float) -> None:
+        """Until no pod changed `what` for `quiet` seconds (bounded by timeout)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            last = self.last_change.get(what, 0.0)
+            if time.time() - last >= quiet:
+                return
+            time.sleep(0.2)
+
+
+# --------------------------------------------------------------------------------------------
+# The schedulers under test, as processes
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((LOOPBACK, 0))
+        return int(sock.getsockname()[1])
+
+
+def proc_status_kib(pid: int, field: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def proc_cpu_seconds(pid: int) -> float | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _http_status(url: str, context: ssl.SSLContext | None = None) -> int:
+    parsed = urllib.parse.urlsplit(url)
+    conn: http.client.HTTPConnection
+    if parsed.scheme == "https":
+        conn = http.client.HTTPSConnection(
+            parsed.hostname or LOOPBACK, parsed.port, context=context, timeout=2
+        )
+    else:
+        conn = http.client.HTTPConnection(parsed.hostname or LOOPBACK, parsed.port, timeout=2)
+    try:
+        conn.request("GET", parsed.path)
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+class SchedulerProc:
+    """One scheduler process with its config, log, health URL and /proc numbers."""
+
+    label = ""
+    scheduler_name = ""
+
+    def __init__(self, workdir: Path, kubeconfig: Path, qps: int | None) -> None:
+        self.workdir = workdir
+        self.kubeconfig = kubeconfig
+        self.qps = qps  # None: the shipped defaults
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.log_path = workdir / f"{self.label}.log"
+
+    def argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def start(self, timeout: float = 120.0) -> None:
+        argv = self.argv()
+        with open(self.log_path, "ab") as out:
+            out.write(f"# {time.strftime('%F %T')} {' '.join(argv)}\n".encode())
+            out.flush()
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(
+                    f"{self.label} exited with {self.proc.returncode}; see {self.log_path}"
+                )
+            with contextlib.suppress(OSError, http.client.HTTPException):
+                if self.ready():
+                    return
+            time.sleep(0.2)
+        raise RuntimeError(f"{self.label} not ready after {timeout:.0f}s; see {self.log_path}")
+
+    def vmhwm_kib(self) -> int | None:
+        return None if self.proc is None else proc_status_kib(self.proc.pid, "VmHWM")
+
+    def cpu_seconds(self) -> float | None:
+        return None if self.proc is None else proc_cpu_seconds(self.proc.pid)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+class KubeSchedulerProc(SchedulerProc):
+    label = H.KUBE
+    scheduler_name = "default-scheduler"
+
+    def __init__(self, workdir: Path, kubeconfig: Path, qps: int | None, bin_dir: Path) -> None:
+        super().__init__(workdir, kubeconfig, qps)
+        self.binary = bin_dir / "kube-scheduler"
+        client: dict[str, Any] = {"kubeconfig": str(kubeconfig)}
+        if qps is not None:
+            client.update(qps=qps, burst=qps)
+        self.config = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": client,
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": self.scheduler_name}],
+        }
+        self.config_path = workdir / "kube-scheduler.yaml"
+        self.config_path.write_text(yaml.safe_dump(self.config))
+        self._insecure = ssl.create_default_context()
+        self._insecure.check_hostname = False
+        self._insecure.verify_mode = ssl.CERT_NONE
+
+    def argv(self) -> list[str]:
+        return [
+            str(self.binary),
+            f"--config={self.config_path}",
+            f"--bind-address={LOOPBACK}",
+            f"--secure-port={self.port}",
+        ]
+
+    def ready(self) -> bool:
+        return _http_status(f"https://{LOOPBACK}:{self.port}/readyz", self._insecure) == 200
+
+
+class PySchedulerProc(SchedulerProc):
+    label = H.PY
+    scheduler_name = "py-scheduler"
+
+    def __init__(
+        self, workdir: Path, kubeconfig: Path, qps: int | None, cprofile_out: Path | None = None
+    ) -> None:
+        super().__init__(workdir, kubeconfig, qps)
+        self.cprofile_out = cprofile_out
+        self.config: dict[str, Any] = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "profiles": [{"schedulerName": self.scheduler_name}],
+            "leaderElection": {"leaderElect": False},
+            "httpBindAddress": LOOPBACK,
+            "httpPort": self.port,
+        }
+        if qps is not None:
+            self.config["clientConnection"] = {"qps": qps, "burst": qps}
+        self.config_path = workdir / "py-scheduler.yaml"
+        self.config_path.write_text(yaml.safe_dump(self.config))
+
+    def argv(self) -> list[str]:
+        args = [
+            "run",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--no-leader-elect",
+            "--config",
+            str(self.config_path),
+        ]
+        if self.cprofile_out is not None:
+            return [
+                sys.executable,
+                "-m",
+                "cProfile",
+                "-o",
+                str(self.cprofile_out),
+                "-m",
+                "scheduler",
+                *args,
+            ]
+        exe = Path(sys.executable).parent / "py-scheduler"
+        if exe.exists():
+            return [str(exe), *args]
+        return [sys.executable, "-m", "scheduler", *args]
+
+    def ready(self) -> bool:
+        return _http_status(f"http://{LOOPBACK}:{self.port}/readyz") == 200
+
+
+class PySpy:
+    """py-spy record attached to a running pid (raw collapsed stacks), stopped with SIGINT."""
+
+    def __init__(self, exe: str, pid: int, out: Path, log_path: Path) -> None:
+        self.out = out
+        argv = [
+            exe,
+            "record",
+            "--pid",
+            str(pid),
+            "--rate",
+            "100",
+            "--nonblocking",
+            "--format",
+            "raw",
+            "-o",
+            str(out),
+        ]
+        with open(log_path, "ab") as handle:
+            self.proc = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
+        time.sleep(1.0)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"py-spy exited with {self.proc.returncode}; see {log_path}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+# --------------------------------------------------------------------------------------------
+# Objects
+
+
+def pod_body(
+    name: str,
+    scheduler_name: str,
+    *,
+    cpu: str = "100m",
+    memory: str = "500Mi",
+    node: str | None = None,
+    priority_class: str | None = None,
+    grace: int = 0,
+) -> dict[str, Any]:
+    resources = {"cpu": cpu, "memory": memory}
+    spec: dict[str, Any] = {
+        "schedulerName": scheduler_name,
+        "terminationGracePeriodSeconds": grace,
+        "automountServiceAccountToken": False,
+        "containers": [
+            {
+                "name": "pause",
+                "image": PAUSE_IMAGE,
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": dict(resources), "limits": dict(resources)},
+            }
+        ],
+    }
+    if node:
+        spec["nodeName"] = node
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"bench": BENCH_LABEL, "group": _group(name)}},
+        "spec": spec,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The benchmark
+
+
+def loadavg() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem_kib = proc_status_kib_meminfo()
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": None if mem_kib is None else round(mem_kib / 1024 / 1024, 1),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+    }
+
+
+def proc_status_kib_meminfo() -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1])
+    return None
+
+
+def git_revision() -> str:
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "scheduler"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        return rev + ("+dirty scheduler/" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, out_dir: Path) -> None:
+        self.args = args
+        self.out_dir = out_dir
+        self.results: dict[str, Any] = {"meta": {}, "runs": []}
+        self.local: Any = None
+        self.api: Api | None = None
+        self.bin_dir: Path | None = None
+        self.kubeconfig: Path | None = None
+        self.work: Path | None = None
+        self.seq = 0
+
+    # ---------------------------------------------------------------- cluster
+    def up(self) -> None:
+        parent = localcluster.cache_root() / "bench"
+        _reap_stale(parent)
+        state_dir = (
+            Path(self.args.state_dir)
+            if self.args.state_dir
+            else parent / f"{os.getpid()}-{secrets.token_hex(3)}"
+        )
+        env = dict(os.environ)
+        env["PY_SCHEDULER_KWOK_DELETE_DELAY"] = self.args.kwok_delete_delay
+        # A private cluster dies with this process (even on SIGKILL); a named one is kept.
+        keep = bool(self.args.keep_cluster or self.args.state_dir)
+        self.local = localcluster.LocalCluster(state_dir, env=env, die_with_parent=not keep)
+        started = time.monotonic()
+        info = self.local.up(nodes=0)
+        state = self.local.read_state() or {}
+        self.bin_dir = Path(state["bin_dir"])
+        self.kubeconfig = Path(info.kubeconfig)
+        self.api = Api(self.kubeconfig)
+        self.work = state_dir / "bench-runs"
+        self.work.mkdir(parents=True, exist_ok=True)
+        log(f"control plane up in {time.monotonic() - started:.0f}s (state {state_dir})")
+
+    def down(self) -> None:
+        if self.local is None or self.args.keep_cluster or self.args.state_dir:
+            return
+        self.local.down()
+        self.local.lock_path.unlink(missing_ok=True)
+
+    @property
+    def client(self) -> Api:
+        assert self.api is not None
+        return self.api
+
+    def ensure_priority_class(self) -> None:
+        body = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": HIGH_CLASS, "labels": {"bench": BENCH_LABEL}},
+            "value": 1000,
+            "description": "py-scheduler cluster benchmark preemptors",
+        }
+        self.client.request(
+            "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body, allow=(409,)
+        )
+
+    def delete_bench_nodes(self, timeout: float = 180.0) -> None:
+        selector = f"bench={BENCH_LABEL}"
+        nodes, _ = self.client.list_all("/api/v1/nodes", labelSelector=selector)
+        if not nodes:
+            return
+        self.client.request("DELETE", "/api/v1/nodes", query={"labelSelector": selector})
+        deadline = time.monotonic() + timeout
+        while self.client.list_all("/api/v1/nodes", labelSelector=selector)[0]:
+            if time.monotonic() > deadline:
+                raise RuntimeError("old benchmark nodes were not deleted in time")
+            time.sleep(0.5)
+
+    def fresh_nodes(self, count: int, run_id: str, timeout: float = 300.0) -> list[str]:
+        self.delete_bench_nodes()
+        names = [f"{run_id}-n{i:04d}" for i in range(count)]
+        labels = {"bench": BENCH_LABEL, "bench-run": run_id}
+
+        def create(name: str) -> None:
+            body = localcluster.node_manifest(name, cpu="4", memory="32Gi", pods=110, labels=labels)
+            self.client.request("POST", "/api/v1/nodes", body, allow=(409,))
+
+        self._parallel(create, names, self.args.client_threads)
+        deadline = time.monotonic() + timeout
+        selector = f"bench-run={run_id}"
+        while True:
+            nodes, _ = self.client.list_all("/api/v1/nodes", labelSelector=selector)
+            ready = sum(1 for n in nodes if localcluster.node_is_ready(n))
+            if ready == count:
+                return names
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {ready}/{count} nodes Ready after {timeout:.0f}s")
+            time.sleep(1.0)
+
+    def fresh_namespace(self, run_id: str) -> str:
+        ns = f"bench-{run_id}"
+        body = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": ns, "labels": {"bench": BENCH_LABEL}},
+        }
+        self.client.request("POST", "/api/v1/namespaces", body, allow=(409,))
+        deadline = time.monotonic() + 60
+        while True:  # pods are refused until the service account controller made `default`
+            status, _ = self.client.request(
+                "GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default", allow=(404,)
+            )
+            if status == 200:
+                return ns
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no default service account in {ns}")
+            time.sleep(0.2)
+
+    def drop_namespace(self, ns: str) -> None:
+        """Pods gone at once (grace 0), then the namespace (its deletion is not waited for)."""
+        self.client.request(
+            "DELETE",
+            f"/api/v1/namespaces/{ns}/pods",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+            allow=(404,),
+        )
+        self.client.request("DELETE", f"/api/v1/namespaces/{ns}", allow=(404, 409))
+        deadline = time.monotonic() + 120
+        while self.client.list_all(f"/api/v1/namespaces/{ns}/pods")[0]:
+            if time.monotonic() > deadline:
+                log(f"warning: pods of {ns} still there after 120s")
+                return
+            time.sleep(0.5)
+
+    @staticmethod
+    def _parallel(fn: Callable[[Any], None], items: Sequence[Any], threads: int) -> None:
+        lock = threading.Lock()
+        it = iter(items)
+        errors: list[BaseException] = []
+
+        def worker() -> None:
+            while True:
+                with lock:
+                    item = next(it, None)
+                if item is None or errors:
+                    return
+                try:
+                    fn(item)
+                except BaseException as err:
+                    errors.append(err)
+                    return
+
+        workers = [threading.Thread(target=worker) for _ in range(max(1, threads))]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        if errors:
+            raise errors[0]
+
+    def create_pods(self, ns: str, bodies: Sequence[dict[str, Any]]) -> dict[str, float]:
+        """Create in bulk from a few threads; returns each pod's create-call start time."""
+        sent: dict[str, float] = {}
+        path = f"/api/v1/namespaces/{ns}/pods"
+
+        def create(body: dict[str, Any]) -> None:
+            t = time.time()
+            self.client.request("POST", path, body, allow=(409,))
+            sent[body["metadata"]["name"]] = t
+
+        self._parallel(create, bodies, self.args.client_threads)
+        return sent
+
+    def start_scheduler(
+        self, which: str, qps: int | None, run_dir: Path, cprofile_out: Path | None = None
+    ) -> SchedulerProc:
+        assert self.kubeconfig is not None and self.bin_dir is not None
+        proc: SchedulerProc
+        if which == H.KUBE:
+            proc = KubeSchedulerProc(run_dir, self.kubeconfig, qps, self.bin_dir)
+        else:
+            proc = PySchedulerProc(run_dir, self.kubeconfig, qps, cprofile_out)
+        proc.start()
+        return proc
+
+    def warm_up(self, ns: str, proc: SchedulerProc, watch: PodWatch) -> None:
+        """One pod scheduled and deleted: the scheduler's caches are synced and it binds."""
+        name = "warmup-0"
+        self.client.request(
+            "POST", f"/api/v1/namespaces/{ns}/pods", pod_body(name, proc.scheduler_name)
+        )
+        if not watch.wait_until(lambda: watch.count("warmup", "bound") >= 1, 180):
+            raise RuntimeError(f"{proc.label} did not bind the warm-up pod; see {proc.log_path}")
+        self.client.request(
+            "DELETE",
+            f"/api/v1/namespaces/{ns}/pods/{name}",
+            {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
+        )
+        watch.wait_until(lambda: watch.count("warmup", "deleted") >= 1, 60)
+
+    def _new_run(self, scenario: str, size: Size, mode: str, which: str) -> tuple[str, Path]:
+        self.seq += 1
+        short = "kube" if which == H.KUBE else "py"
+        run_id = f"{self.seq:02d}-{scenario[:4]}-{size.name}-{mode[:3]}-{short}"
+        assert self.work is not None
+        run_dir = self.work / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return run_id, run_dir
+
+    def _qps(self, mode: str) -> int | None:
+        return EQUAL_QPS if mode == "equal" else None
+
+    # ---------------------------------------------------------------- throughput
+    def throughput(self, size: Size, mode: str, which: str, profile: str = "") -> dict[str, Any]:
+        run_id, run_dir = self._new_run("throughput", size, mode, which)
+        nodes, pods = size.nodes, size.pods
+        log(f"{run_id}: throughput, {which}, {nodes} nodes / {pods} pods, client QPS {mode}")
+        ns = self.fresh_namespace(run_id)
+        self.fresh_nodes(nodes, run_id)
+        cprofile_out = self.out_dir / "profile.pstats" if profile == "cprofile" else None
+        proc = self.start_scheduler(which, self._qps(mode), run_dir, cprofile_out)
+        watch = PodWatch(self.client, ns).start()
+        spy: PySpy | None = None
+        record: dict[str, Any] = {
+            "scenario": "throughput",
+            "size": size.name,
+            "qps_mode": mode,
+            "qps": self._qps(mode) or 50,
+            "burst": self._qps(mode) or 100,
+            "scheduler": which,
+            "nodes": nodes,
+            "pods": pods,
+            "profiled": bool(profile),
+        }
+        try:
+            self.warm_up(ns, proc, watch)
+            if profile == "py-spy":
+                spy = PySpy(
+                    self.args.py_spy, proc.pid, self.out_dir / "profile.folded", run_dir / "spy.log"
+                )
+            bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
+            record["loadavg_before"] = loadavg()
+            cpu0 = proc.cpu_seconds() or 0.0
+            sent = self.create_pods(ns, bodies)
+            created = time.time()
+            timeout = self.args.timeout or (120 + pods / 5)
+            complete = watch.wait_until(lambda: watch.count("tp", "bound") >= pods, timeout)
+            record["loadavg_after"] = loadavg()
+            record["vmhwm_kib"] = proc.vmhwm_kib()
+            cpu1 = proc.cpu_seconds()
+            record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
+        finally:
+            if spy is not None:
+                spy.stop()
+            proc.stop()
+            watch.stop()
+        first = min(sent.values())
+        bound = {n: r for n, r in watch.pods.items() if _group(n) == "tp" and r.bound}
+        last = max((r.bound for r in bound.values() if r.bound), default=None)
+        client_lat = [r.bound - sent[n] for n, r in bound.items() if r.bound and n in sent]
+        items, _ = self.client.list_all(f"/api/v1/namespaces/{ns}/pods")
+        server_lat = [x for x in (_server_latency(p) for p in items) if x is not None]
+        record.update(
+            complete=complete,
+            bound=len(bound),
+            create_seconds=round(created - first, 2),
+            span_seconds=None if last is None else round(last - first, 2),
+            pods_per_second=None if last is None else round(len(bound) / (last - first), 1),
+            latency_client=H.summarize(client_lat),
+            latency_server=H.summarize(server_lat, digits=1),
+            latency_client_sketch=H.quantile_sketch(client_lat),
+            latency_server_sketch=H.quantile_sketch(server_lat, digits=1),
+            bound_curve=H.completion_curve([r.bound for r in bound.values() if r.bound], first),
+            watch_errors=watch.errors[:5],
+            log=str(proc.log_path),
+        )
+        self.drop_namespace(ns)
+        log(
+            f"{run_id}: {record['bound']}/{pods} bound, {record['pods_per_second']} pods/s, "
+            f"p50 {record['latency_client']['p50']} s, p99 {record['latency_client']['p99']} s, "
+            f"VmHWM {(record.get('vmhwm_kib') or 0) // 1024} MiB"
+        )
+        return record
+
+    # ---------------------------------------------------------------- preemption
+    def preemption(self, size: Size, mode: str, which: str) -> dict[str, Any]:
+        run_id, run_dir = self._new_run("preemption", size, mode, which)
+        n = size.preempt_nodes
+        rate = self.args.preemption_rate
+        log(f"{run_id}: preemption, {which}, {n} nodes x 4 low pods, {n} preemptors at {rate}/s")
+        self.ensure_priority_class()
+        ns = self.fresh_namespace(run_id)
+        nodes = self.fresh_nodes(n, run_id)
+        watch = PodWatch(self.client, ns).start()
+        record: dict[str, Any] = {
+            "scenario": "preemption",
+            "size": size.name,
+            "qps_mode": mode,
+            "qps": self._qps(mode) or 50,
+            "burst": self._qps(mode) or 100,
+            "scheduler": which,
+            "nodes": n,
+            "low_pods": 4 * n,
+            "preemptors": n,
+            "rate": rate,
+        }
+        proc: SchedulerProc | None = None
+        try:
+            sched_name = (
+                KubeSchedulerProc.scheduler_name
+                if which == H.KUBE
+                else PySchedulerProc.scheduler_name
+            )
+            low = [
+                pod_body(f"low-{i:04d}-{j}", sched_name, cpu="900m", node=node, grace=1)
+                for i, node in enumerate(nodes)
+                for j in range(4)
+            ]
+            self.create_pods(ns, low)
+            if not watch.wait_until(lambda: watch.count("low", "running") >= len(low), 600):
+                raise RuntimeError("low-priority pods did not all turn Running")
+            proc = self.start_scheduler(which, self._qps(mode), run_dir)
+            self.warm_up(ns, proc, watch)
+            record["loadavg_before"] = loadavg()
+            cpu0 = proc.cpu_seconds() or 0.0
+            sent: dict[str, float] = {}
+            start = time.time()
+            for i in range(n):
+                due = start + i / rate
+                delay = due - time.time()
+                if delay > 0:
+                    time.sleep(delay)
+                body = pod_body(
+                    f"high-{i:04d}", sched_name, cpu="3", priority_class=HIGH_CLASS, grace=1
+                )
+                sent[body["metadata"]["name"]] = time.time()
+                self.client.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
+            timeout = self.args.timeout or (300 + n / rate)
+            complete = watch.wait_until(lambda: watch.count("high", "bound") >= n, timeout)
+            done = time.time()
+            # Victims still being deleted for the last preemptors: let them settle.
+            watch.wait_quiet("deleting", 3.0, 30.0)
+            record["loadavg_after"] = loadavg()
+            record["vmhwm_kib"] = proc.vmhwm_kib()
+            cpu1 = proc.cpu_seconds()
+            record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
+        finally:
+            if proc is not None:
+                proc.stop()
+            watch.stop()
+        first = min(sent.values())
+        highs = {k: r for k, r in watch.pods.items() if _group(k) == "high"}
+        bound_times = [r.bound for r in highs.values() if r.bound]
+        last = max(bound_times, default=None)
+        victims = {k: r for k, r in watch.pods.items() if _group(k) == "low" and r.deleting}
+        # Victims per node against preemptors bound there: more than 3 per preemptor, or
+        # victims on a node no preemptor took, is preemption beyond need.
+        victims_on: Counter[str] = Counter(r.node for r in victims.values())
+        preemptors_on: Counter[str] = Counter(r.node for r in highs.values() if r.bound)
+        wasted = sum(c for node, c in victims_on.items() if not preemptors_on.get(node))
+        over_nodes = sum(1 for node, c in victims_on.items() if c > 3 * preemptors_on.get(node, 0))
+        events = self._preempted_events(ns)
+        uid_to_name = {r.uid: k for k, r in highs.items()}
+        by_preemptor: Counter[str] = Counter()
+        for uid in events:
+            by_preemptor[uid_to_name.get(uid, uid)] += 1
+        summary = H.victims_summary(by_preemptor, len(bound_times) or n, needed=3)
+        record.update(
+            complete=complete,
+            bound=len(bound_times),
+            completion_seconds=None if last is None else round(last - first, 2),
+            wall_seconds=round(done - first, 2),
+            victims_deleted=len(victims),
+            victims_per_preemptor=H.ratio(len(victims), len(bound_times) or None, 3),
+            max_victims_per_preemptor=summary["max_victims_for_one_preemptor"],
+            preemptors_over_needed=summary["preemptors_over_needed"],
+            preempted_events=summary["victims_from_events"],
+            victims_histogram=summary["histogram"],
+            nodes_over_preempted=over_nodes,
+            victims_on_nodes_without_preemptor=wasted,
+            latency_client=H.summarize(
+                [r.bound - sent[k] for k, r in highs.items() if r.bound and k in sent]
+            ),
+            bound_curve=H.completion_curve(bound_times, first),
+            arrival_curve=H.completion_curve(sent.values(), first),
+            watch_errors=watch.errors[:5],
+            log=str(proc.log_path if proc else ""),
+        )
+        self.drop_namespace(ns)
+        log(
+            f"{run_id}: {record['bound']}/{n} preemptors bound in "
+            f"{record['completion_seconds']} s, {record['victims_deleted']} victims "
+            f"({record['victims_per_preemptor']} per preemptor, max "
+            f"{record['max_victims_per_preemptor']}), VmHWM "
+            f"{(record.get('vmhwm_kib') or 0) // 1024} MiB"
+        )
+        return record
+
+    def _preempted_events(self, ns: str) -> list[str]:
+        """The preemptor uid of every Preempted event in the namespace."""
+        items, _ = self.client.list_all(f"/api/v1/namespaces/{ns}/events")
+        uids: list[str] = []
+        for ev in items:
+            if ev.get("reason") != "Preempted":
+                continue
+            parsed = H.parse_preempted_message(str(ev.get("message") or ev.get("note") or ""))
+            if parsed:
+                uids.extend([parsed[0]] * max(1, int(ev.get("count") or 1)))
+        return uids
+
+    # ---------------------------------------------------------------- driver
+    def save(self) -> None:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.results["ratios"] = H.compute_ratios(self.results["runs"])
+        path = self.out_dir / "results.json"
+        path.write_text(json.dumps(self.results, indent=1) + "\n")
+
+    def run(self) -> None:
+        args = self.args
+        sizes = [SIZES[s] for s in (("small", "large") if args.size == "both" else (args.size,))]
+        modes = [m for m in args.modes.split(",") if m]
+        scheds = [{"kube": H.KUBE, "py": H.PY}[s] for s in args.schedulers.split(",") if s]
+        scenarios = [s for s in args.scenarios.split(",") if s]
+        meta = self.results["meta"]
+        meta.update(
+            date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+            revision=git_revision(),
+            machine=machine_info(),
+            versions=localcluster.read_versions(),
+            loadavg_start=loadavg(),
+            args={k: v for k, v in vars(args).items() if k != "replot"},
+            sizes={s.name: vars(s) for s in sizes},
+        )
+        if args.core_json and Path(args.core_json).is_file():
+            self.results["core"] = json.loads(Path(args.core_json).read_text())
+        self.up()
+        meta["py_scheduler_version"] = _py_scheduler_version()
+        meta["kube_scheduler_version"] = _kube_scheduler_version(self.bin_dir)
+        try:
+            for size in sizes:
+                for k, mode in enumerate(modes):
+                    # Alternate which scheduler goes first, so neither always gets the
+                    # warmer (or the noisier) slot.
+                    order = scheds if k % 2 == 0 else list(reversed(scheds))
+                    for scenario in scenarios:
+                        for which in order:
+                            if scenario == "throughput":
+                                rec = self.throughput(size, mode, which)
+                            else:
+                                rec = self.preemption(size, mode, which)
+                            self.results["runs"].append(rec)
+                            self.save()
+            tool = self._profile_tool()
+            if tool and "throughput" in scenarios and H.PY in scheds:
+                size = sizes[-1]
+                log(f"profiling py-scheduler with {tool} in an extra throughput run ({size.name})")
+                rec = self.throughput(size, "equal", H.PY, profile=tool)
+                self.results["runs"].append(rec)
+                self.results["profile"] = self._summarize_profile(tool)
+                self.save()
+            self.delete_bench_nodes()
+        finally:
+            meta["loadavg_end"] = loadavg()
+            self.save()
+            self.down()
+
+    def _profile_tool(self) -> str:
+        if self.args.profile == "off":
+            return ""
+        spy = self.args.py_spy or shutil.which("py-spy")
+        if not spy:
+            candidate = Path(sys.executable).parent / "py-spy"
+            spy = str(candidate) if candidate.exists() else ""
+        if spy:
+            self.args.py_spy = spy
+            return "py-spy"
+        return "cprofile"
+
+    def _summarize_profile(self, tool: str) -> dict[str, Any]:
+        if tool == "py-spy":
+            path = self.out_dir / "profile.folded"
+            if not path.exists():
+                return {"tool": tool, "error": "py-spy wrote no profile"}
+            with path.open() as handle:
+                folded = H.fold_profile(handle, top=15)
+            return {"tool": "py-spy 100 Hz (raw collapsed stacks)", "file": path.name, **folded}
+        path = self.out_dir / "profile.pstats"
+        if not path.exists():
+            return {"tool": tool, "error": "cProfile wrote no profile"}
+        import pstats
+
+        stats = pstats.Stats(str(path))
+        raw: dict[Any, Any] = stats.stats  # type: ignore[attr-defined]
+        total = sum(v[2] for v in raw.values()) or 1.0
+        rows = sorted(raw.items(), key=lambda kv: kv[1][2], reverse=True)[:15]
+        return {
+            "tool": "cProfile",
+            "file": path.name,
+            "samples": len(raw),
+            "self": [
+                {
+                    "function": f"{func} ({Path(file).name}:{line})",
+                    "samples": round(v[2], 3),
+                    "percent": round(100 * v[2] / total, 1),
+                }
+                for (file, line, func), v in rows
+            ],
+            "inclusive": [],
+        }
+
+
+def _server_latency(pod: Mapping[str, Any]) -> float | None:
+    created = H.parse_time((pod.get("metadata") or {}).get("creationTimestamp"))
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            bound = H.parse_time(cond.get("lastTransitionTime"))
+            if created is not None and bound is not None:
+                return bound - created
+    return None
+
+
+def _py_scheduler_version() -> str:
+    sys.path.insert(0, str(REPO_ROOT))
+    try:
+        from scheduler import __version__
+
+        return str(__version__)
+    except ImportError:
+        return "unknown"
+
+
+def _kube_scheduler_version(bin_dir: Path | None) -> str:
+    if bin_dir is None:
+        return "unknown"
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        out = subprocess.run(
+            [str(bin_dir / "kube-scheduler"), "--version"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip()
+    return "unknown"
+
+
+def _reap_stale(parent: Path) -> None:
+    """Stop clusters of benchmark runs that died without tearing down (dirs <pid>-<hex>)."""
+    if not parent.is_dir():
+        return
+    for entry in parent.iterdir():
+        pid_text = entry.name.lstrip(".").split("-", 1)[0]
+        if not pid_text.isdigit() or Path(f"/proc/{pid_text}").exists():
+            continue
+        if entry.name.endswith(".lock"):
+            entry.unlink(missing_ok=True)
+            continue
+        stale = localcluster.LocalCluster(entry)
+        with contextlib.suppress(localcluster.ClusterError, OSError):
+            stale.down()
+        stale.lock_path.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Plots (matplotlib, headless)
+
+COLORS = {H.KUBE: "#1f77b4", H.PY: "#ff7f0e"}
+
+
+def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = [r for r in results.get("runs") or [] if not r.get("profiled")]
+    written: list[str] = []
+
+    def save(fig: Any, name: str) -> None:
+        fig.tight_layout()
+        fig.savefig(out_dir / name, dpi=90)
+        plt.close(fig)
+        written.append(name)
+
+    def panels(scenario: str) -> list[tuple[str, str]]:
+        seen = [(r["size"], r["qps_mode"]) for r in runs if r.get("scenario") == scenario]
+        return list(dict.fromkeys(seen))
+
+    def label(size: str, mode: str) -> str:
+        nodes = {r["nodes"] for r in runs if r["size"] == size and r["scenario"] == "throughput"}
+        where = f"{size} ({next(iter(nodes))} nodes)" if len(nodes) == 1 else size
+        return f"{where}, {'5000 QPS' if mode == 'equal' else 'default QPS'}"
+
+    # Throughput bars.
+    tp_panels = panels("throughput")
+    if tp_panels:
+        fig, ax = plt.subplots(figsize=(max(5.0, 2.2 * len(tp_panels)), 3.8))
+        width = 0.38
+        for k, sched in enumerate(H.SCHEDULERS):
+            values = []
+            for size, mode in tp_panels:
+                run = H.find_run(
+                    runs, scenario="throughput", size=size, qps_mode=mode, scheduler=sched
+                )
+                values.append((run or {}).get("pods_per_second") or 0.0)
+            xs = [i + (k - 0.5) * width for i in range(len(tp_panels))]
+            bars = ax.bar(xs, values, width, label=sched, color=COLORS[sched])
+            ax.bar_label(bars, fmt="%.0f", fontsize=8)
+        ax.set_xticks(range(len(tp_panels)))
+        ax.set_xticklabels([label(s, m).replace(", ", "\n") for s, m in tp_panels], fontsize=8)
+        ax.set_ylabel("pods/s (first create to last bind)")
+        ax.set_title("Scheduling throughput")
+        ax.legend(fontsize=8)
+        save(fig, "throughput.png")
+
+        # Latency CDFs, one panel per size x QPS mode.
+        fig, axes = plt.subplots(
+            1, len(tp_panels), figsize=(3.6 * len(tp_panels), 3.4), squeeze=False
+        )
+        for ax, (size, mode) in zip(axes[0], tp_panels, strict=True):
+            for sched in H.SCHEDULERS:
+                run = H.find_run(
+                    runs, scenario="throughput", size=size, qps_mode=mode, scheduler=sched
+                )
+                xs, ys = H.cdf_xy((run or {}).get("latency_client_sketch") or [])
+                if xs:
+                    ax.plot(xs, ys, label=sched, color=COLORS[sched])
+            ax.set_title(label(size, mode), fontsize=9)
+            ax.set_xlabel("create -> bound seen (s)", fontsize=8)
+            ax.set_ylim(0, 1.01)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("fraction of pods")
+        axes[0][0].legend(fontsize=8)
+        save(fig, "latency_cdf.png")
+
+    # Preemption completion over time.
+    pre_panels = panels("preemption")
+    if pre_panels:
+        fig, axes = plt.subplots(
+            1, len(pre_panels), figsize=(3.8 * len(pre_panels), 3.4), squeeze=False
+        )
+        for ax, (size, mode) in zip(axes[0], pre_panels, strict=True):
+            arrivals_drawn = False
+            for sched in H.SCHEDULERS:
+                run = H.find_run(
+                    runs, scenario="preemption", size=size, qps_mode=mode, scheduler=sched
+                )
+                if not run:
+                    continue
+                curve = run.get("bound_curve") or []
+                if curve:
+                    ax.step(
+                        [0.0] + [c[0] for c in curve],
+                        [0] + [c[1] for c in curve],
+                        where="post",
+                        label=sched,
+                        color=COLORS[sched],
+                    )
+                arrivals = run.get("arrival_curve") or []
+                if arrivals and not arrivals_drawn:
+                    ax.plot(
+                        [c[0] for c in arrivals],
+                        [c[1] for c in arrivals],
+                        "--",
+                        color="gray",
+                        linewidth=0.8,
+                        label="created",
+                    )
+                    arrivals_drawn = True
+            nodes = {
+                r["nodes"] for r in runs if r["size"] == size and r["scenario"] == "preemption"
+            }
+            mode_text = "5000 QPS" if mode == "equal" else "default QPS"
+            ax.set_title(f"{size} ({', '.join(map(str, nodes))} nodes), {mode_text}", fontsize=9)
+            ax.set_xlabel("seconds since the first preemptor", fontsize=8)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("preemptors bound")
+        axes[0][0].legend(fontsize=8)
+        save(fig, "preemption.png")
+
+    # Peak RSS per run.
+    mem = [r for r in runs if r.get("vmhwm_kib")]
+    if mem:
+        keys = list(dict.fromkeys((r["scenario"], r["size"], r["qps_mode"]) for r in mem))
+        fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(keys)), 3.8))
+        width = 0.38
+        for k, sched in enumerate(H.SCHEDULERS):
+            values = []
+            for scenario, size, mode in keys:
+                run = H.find_run(mem, scenario=scenario, size=size, qps_mode=mode, scheduler=sched)
+                values.append(((run or {}).get("vmhwm_kib") or 0) / 1024)
+            xs = [i + (k - 0.5) * width for i in range(len(keys))]
+            bars = ax.bar(xs, values, width, label=sched, color=COLORS[sched])
+            ax.bar_label(bars, fmt="%.0f", fontsize=7)
+        ax.set_xticks(range(len(keys)))
+        ax.set_xticklabels([f"{s}\n{z}\n{m}" for s, z, m in keys], fontsize=7)
+        ax.set_ylabel("peak RSS, VmHWM (MiB)")
+        ax.set_title("Scheduler memory")
+        ax.legend(fontsize=8)
+        save(fig, "memory.png")
+
+    profile = results.get("profile") or {}
+    if profile.get("self"):
+        rows = list(reversed(profile["self"][:12]))
+        fig, ax = plt.subplots(figsize=(9, 0.35 * len(rows) + 1.2))
+        ax.barh([r["function"][:90] for r in rows], [r["percent"] for r in rows], color="#ff7f0e")
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_xlabel("% of samples (self)")
+        ax.set_title("py-scheduler hot spots (largest throughput run)", fontsize=9)
+        save(fig, "profile_top.png")
+    return written
+
+
+def write_report(results: dict[str, Any], out_dir: Path) -> None:
+    results["ratios"] = H.compute_ratios(results.get("runs") or [])
+    (out_dir / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out_dir / "results.md").write_text(H.render_markdown(results))
+    try:
+        names = write_plots(results, out_dir)
+    except ImportError:
+        log("matplotlib is not installed (pip install -e '.[bench]'): no plots")
+        names = []
+    log(f"wrote {out_dir / 'results.md'}, results.json, {', '.join(names) or 'no plots'}")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--size", choices=("tiny", "small", "large", "both"), default="small")
+    ap.add_argument("--out", default=str(BENCH_DIR / "results" / "latest"))
+    ap.add_argument("--scenarios", default="throughput,preemption")
+    ap.add_argument("--modes", default="defaults,equal", help="client QPS passes")
+    ap.add_argument("--schedulers", default="kube,py")
+    ap.add_argument("--preemption-rate", type=float, default=10.0, help="preemptors per second")
+    ap.add_argument("--client-threads", type=int, default=8, help="threads creating objects")
+    ap.add_argument("--timeout", type=float, default=0.0, help="per run (0: from the size)")
+    ap.add_argument("--kwok-delete-delay", default="1s", help="cap on Terminating (kwok)")
+    ap.add_argument("--core-json", help="benchmarks/core_bench.py's --json, to report as well")
+    ap.add_argument("--profile", choices=("auto", "off"), default="auto")
+    ap.add_argument("--py-spy", default="", help="py-spy executable (default: from PATH/venv)")
+    ap.add_argument("--state-dir", help="reuse this control plane state dir (kept running)")
+    ap.add_argument("--keep-cluster", action="store_true", help="do not stop the control plane")
+    ap.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        help="first wait (up to 10 min) until the 1-minute load average is below this",
+    )
+    ap.add_argument("--replot", metavar="DIR", help="only re-render results.md and plots of DIR")
+    return ap.parse_args(argv)
+
+
+def wait_quiet(threshold: float, max_wait: float = 600.0) -> None:
+    deadline = time.monotonic() + max_wait
+    while os.getloadavg()[0] >= threshold and time.monotonic() < deadline:
+        log(f"load average {loadavg()} >= {threshold}: waiting for a quieter machine")
+        time.sleep(30)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.replot:
+        out_dir = Path(args.replot)
+        results = json.loads((out_dir / "results.json").read_text())
+        if args.core_json and Path(args.core_json).is_file():
+            results["core"] = json.loads(Path(args.core_json).read_text())
+        write_report(results, out_dir)
+        return 0
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("profile.folded", "profile.pstats"):
+        (out_dir / stale).unlink(missing_ok=True)
+    if args.wait_quiet > 0:
+        wait_quiet(args.wait_quiet)
+    bench = Bench(args, out_dir)
+    code = 0
+    try:
+        bench.run()
+    except KeyboardInterrupt:
+        log("interrupted: reporting what was measured")
+        code = 130
+    except Exception as err:
+        log(f"failed: {err!r}; reporting what was measured")
+        code = 1
+    write_report(bench.results, out_dir)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

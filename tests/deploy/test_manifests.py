@@ -1,0 +1,204 @@
+"""manifests/ against the code and the Dockerfile, without a cluster: the pieces that must
+agree (names, ports, paths, user, lease) do, the configuration loads, and every RBAC rule
+carries its reason. tests/e2e/test_deploy.py checks the same manifests on an API server."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+
+from scheduler import cli
+from scheduler.config import parse_config
+from scheduler.server import HealthServer
+from tests.deploy.dockerfile import Dockerfile
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFESTS = REPO / "manifests"
+EXAMPLES = MANIFESTS / "examples"
+
+
+def _docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def _objects() -> dict[tuple[str, str], dict[str, Any]]:
+    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for name in kustomization["resources"]:
+        for doc in _docs(MANIFESTS / name):
+            out[(doc["kind"], doc["metadata"]["name"])] = doc
+    return out
+
+
+OBJ = _objects()
+SA = OBJ[("ServiceAccount", "py-scheduler")]
+DEPLOYMENT = OBJ[("Deployment", "py-scheduler")]
+CONFIGMAP = OBJ[("ConfigMap", "py-scheduler-config")]
+POD = DEPLOYMENT["spec"]["template"]["spec"]
+(CONTAINER,) = POD["containers"]
+
+
+def test_kustomization_lists_every_manifest_and_no_example() -> None:
+    kustomization = yaml.safe_load((MANIFESTS / "kustomization.yaml").read_text())
+    files = sorted(p.name for p in MANIFESTS.glob("*.yaml") if p.name != "kustomization.yaml")
+    assert sorted(kustomization["resources"]) == files
+    # The image is overridable by name; the default is the one `make image` builds.
+    (image,) = kustomization["images"]
+    assert f"{image['newName']}:{image['newTag']}" == CONTAINER["image"] == "py-scheduler:dev"
+    assert image["name"] == CONTAINER["image"].split(":")[0]
+
+
+def test_everything_namespaced_lives_in_kube_system() -> None:
+    for (kind, name), obj in OBJ.items():
+        if kind not in ("ClusterRole", "ClusterRoleBinding"):
+            assert obj["metadata"].get("namespace") == "kube-system", f"{kind}/{name}"
+
+
+def test_configmap_configuration_loads_and_matches_the_rbac_and_the_deployment() -> None:
+    config = parse_config(yaml.safe_load(CONFIGMAP["data"]["config.yaml"]), "configmap.yaml")
+    assert config.scheduler_name == "py-scheduler"
+    assert config.http_bind_address == "0.0.0.0"  # probes and scrapes come to the pod IP
+    le = config.leader_election
+    assert le.leader_elect
+    role = OBJ[("Role", "py-scheduler-leader-election")]
+    assert role["metadata"]["namespace"] == le.resource_namespace
+    named = [r for r in role["rules"] if r.get("resourceNames")]
+    assert [r["resourceNames"] for r in named] == [[le.resource_name]]
+    # One port for /healthz, /readyz and /metrics: config, container, scrape, image agree.
+    (port,) = CONTAINER["ports"]
+    assert port["name"] == "metrics" and port["containerPort"] == config.http_port == 10260
+    annotations = DEPLOYMENT["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(config.http_port)
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert annotations["prometheus.io/path"] == "/metrics"
+    (expose,) = Dockerfile.read(REPO / "Dockerfile").final.all("EXPOSE")
+    assert expose.args == str(config.http_port)
+
+
+def test_deployment_args_are_a_valid_run_command_reading_the_mounted_config() -> None:
+    (entrypoint,) = Dockerfile.read(REPO / "Dockerfile").final.all("ENTRYPOINT")
+    argv = [*yaml.safe_load(entrypoint.args), *CONTAINER["args"]]
+    assert argv[:2] == ["py-scheduler", "run"]
+    args = cli._parser().parse_args(argv[1:])
+    assert args.command == "run" and args.verbosity == 2
+    config_path = Path(args.config)
+    (mount,) = [m for m in CONTAINER["volumeMounts"] if m["mountPath"] == str(config_path.parent)]
+    assert mount["readOnly"]
+    (volume,) = [v for v in POD["volumes"] if v["name"] == mount["name"]]
+    assert volume["configMap"]["name"] == CONFIGMAP["metadata"]["name"]
+    assert config_path.name in CONFIGMAP["data"]
+    assert args.leader_elect is None, "leader election comes from the ConfigMap"
+
+
+def test_deployment_is_ha_critical_and_locked_down() -> None:
+    spec = DEPLOYMENT["spec"]
+    assert spec["replicas"] == 2
+    assert POD["serviceAccountName"] == SA["metadata"]["name"]
+    assert POD["priorityClassName"] == "system-cluster-critical"
+    assert "schedulerName" not in POD, "its own pods are placed by the default scheduler"
+    (term,) = POD["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    assert term["podAffinityTerm"]["labelSelector"] == spec["selector"]
+    user = Dockerfile.read(REPO / "Dockerfile").final.all("USER")[0].args.split(":")[0]
+    sc = CONTAINER["securityContext"]
+    assert POD["securityContext"]["runAsNonRoot"] and sc["runAsNonRoot"]
+    assert str(POD["securityContext"]["runAsUser"]) == str(sc["runAsUser"]) == user == "10001"
+    assert sc["readOnlyRootFilesystem"] is True
+    assert sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]}
+    assert POD["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert sc["seccompProfile"] == {"type": "RuntimeDefault"}
+    for kind in ("requests", "limits"):
+        assert set(CONTAINER["resources"][kind]) == {"cpu", "memory"}, kind
+    probes = {k: CONTAINER[k]["httpGet"] for k in ("livenessProbe", "readinessProbe")}
+    assert probes["livenessProbe"] == {"path": "/healthz", "port": "metrics"}
+    assert probes["readinessProbe"] == {"path": "/readyz", "port": "metrics"}
+
+
+def test_probe_paths_are_served_by_the_health_server() -> None:
+    """The probes' paths on the real HealthServer: 200 when healthy/ready, not 200 when not."""
+    paths = [CONTAINER[k]["httpGet"]["path"] for k in ("startupProbe", "livenessProbe")]
+    paths.append(CONTAINER["readinessProbe"]["httpGet"]["path"])
+
+    async def probe(ok: bool) -> list[int]:
+        server = HealthServer(
+            host="127.0.0.1",
+            port=0,
+            healthy=lambda: ok,
+            ready=lambda: ok,
+            registry=CollectorRegistry(),
+        )
+        port = await server.start()
+        try:
+            codes = []
+            for path in [*paths, "/metrics"]:
+                url = f"http://127.0.0.1:{port}{path}"
+                codes.append(await asyncio.to_thread(_status, url))
+            return codes
+        finally:
+            await server.stop()
+
+    assert asyncio.run(probe(True)) == [200, 200, 200, 200]
+    assert asyncio.run(probe(False))[:3] == [500, 500, 503]
+
+
+def _status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as resp:  # loopback only
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+def test_bindings_grant_the_roles_to_the_service_account() -> None:
+    subject = {"kind": "ServiceAccount", "name": "py-scheduler", "namespace": "kube-system"}
+    for kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        (binding,) = [o for (k, _), o in OBJ.items() if k == kind]
+        assert binding["subjects"] == [subject]
+        assert (role_kind, binding["roleRef"]["name"]) in OBJ
+        assert binding["roleRef"]["kind"] == role_kind
+
+
+def test_every_rbac_rule_says_why_it_is_there() -> None:
+    lines = (MANIFESTS / "rbac.yaml").read_text().splitlines()
+    rules = [i for i, line in enumerate(lines) if line.strip().startswith("- apiGroups:")]
+    assert len(rules) == sum(
+        len(o["rules"]) for (k, _), o in OBJ.items() if k in ("ClusterRole", "Role")
+    )
+    for i in rules:
+        assert lines[i - 1].strip().startswith("#"), f"rbac.yaml:{i + 1} has no reason comment"
+
+
+@pytest.mark.parametrize("name", ["priorityclasses.yaml", "deployment.yaml", "pdb.yaml"])
+def test_walkthrough_applies_each_example(name: str) -> None:
+    readme = (EXAMPLES / "README.md").read_text()
+    assert f"kubectl apply -f manifests/examples/{name}" in readme
+
+
+def test_examples_are_what_the_walkthrough_says() -> None:
+    readme = (EXAMPLES / "README.md").read_text()
+    mentioned = set(re.findall(r"manifests/examples/([\w.-]+\.yaml)", readme))
+    assert mentioned == {p.name for p in EXAMPLES.glob("*.yaml")}
+    classes = {d["metadata"]["name"]: d["value"] for d in _docs(EXAMPLES / "priorityclasses.yaml")}
+    assert classes == {"high-priority": 1000000, "low-priority": 100}
+    (deployment,) = _docs(EXAMPLES / "deployment.yaml")
+    (pod,) = _docs(EXAMPLES / "pod-high-priority.yaml")
+    for spec, klass in (
+        (deployment["spec"]["template"]["spec"], "low-priority"),
+        (pod["spec"], "high-priority"),
+    ):
+        assert spec["schedulerName"] == "py-scheduler"
+        assert spec["priorityClassName"] == klass
+        assert spec["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    # The watch transcript shows the documented sequence.
+    for step in ("Running", "Pending", "Terminating", "NOMINATED NODE"):
+        assert step in readme, step
+    assert "kubectl get pod -o wide -w" in readme

@@ -1,6 +1,11 @@
 """structlog set-up: JSON lines when stderr is not a TTY, readable console output otherwise.
-Verbosity follows kube-scheduler's -v: 0-1 info, 2-3 adds per-pod detail, 4+ debug
-(per-node detail)."""
+
+Verbosity follows kube-scheduler's -v: 0-3 info, 4+ debug (per-node detail). Records of the
+standard library's loggers (kopf's watcher reporting a dropped connection or a 410 Gone
+re-list, aiohttp, the kubernetes client) go through the same renderer, so every line of
+the process is one structured record; kopf's and aiohttp's chatter below WARNING is kept
+out unless -v 4+.
+"""
 
 from __future__ import annotations
 
@@ -16,12 +21,10 @@ def configure_logging(verbosity: int = 0, *, json_logs: bool | None = None) -> N
     if json_logs is None:
         json_logs = not sys.stderr.isatty()
     level = _stdlib_logging.DEBUG if verbosity >= 4 else _stdlib_logging.INFO
-    processors: list[structlog.typing.Processor] = [
+    shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        structlog.processors.StackInfoRenderer(),
-        structlog.processors.format_exc_info,
     ]
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
@@ -29,14 +32,27 @@ def configure_logging(verbosity: int = 0, *, json_logs: bool | None = None) -> N
         else structlog.dev.ConsoleRenderer(colors=False)
     )
     structlog.configure(
-        processors=[*processors, renderer],
+        processors=[
+            *shared,
+            structlog.processors.StackInfoRenderer(),
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
-    # kopf and the client log through the standard library: keep them quiet but visible.
-    _stdlib_logging.basicConfig(
-        level=_stdlib_logging.WARNING if verbosity < 4 else _stdlib_logging.INFO,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    handler = _stdlib_logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                renderer,
+            ],
+        )
     )
+    root = _stdlib_logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(_stdlib_logging.WARNING if verbosity < 4 else _stdlib_logging.INFO)

@@ -15,6 +15,14 @@ PreScore/Score -> select host (ties at random) -> assume -> bind. When no node f
 PostFilter (preemption), then one failure path records the reason, updates the nomination
 and returns the pod to the queue. Every failure after ``assume_pod`` unwinds through
 ``_unwind_binding`` (forget, requeue). Nothing awaits inside a cycle, so no locks.
+
+Bulk path (``vectorized``, the default): the Filter walk asks the framework which nodes
+surely pass (numpy masks over the snapshot's ``NodeArrays``) and calls plugins only on the
+other nodes, on nodes with nominated pods, and for plugins without a bulk answer; Score
+totals come from ``run_score_batch`` and the host is drawn by the same reservoir sampling
+with the same rng draws. Every result (feasible nodes and their order, statuses, scores,
+host, ``next_start_node_index``) equals the node-by-node path's; ``vectorized=False``
+forces that path (the equivalence tests compare the two).
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+import numpy as np
+
 from scheduler.backend.cache import Cache, Snapshot
+from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray
 from scheduler.backend.queue import PriorityQueue, QueuedPodInfo
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
@@ -33,6 +44,7 @@ from scheduler.framework.interface import (
     Code,
     CycleState,
     Diagnosis,
+    FilterPlugin,
     NodeScore,
     Status,
 )
@@ -138,6 +150,7 @@ class SchedulerCore:
     namespace_labels: Callable[[str], Mapping[str, str]] | None = None
     on_ready: Callable[[], None] | None = None
     on_incoming: Callable[[str, str], None] | None = None
+    vectorized: bool = True  # False: the node-by-node Filter/Score and dry run (same results)
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -163,6 +176,7 @@ class SchedulerCore:
             namespace_labels=self.namespace_labels,
         )
         self.queue.hints = dict(self.framework.hints)
+        self.evaluator.fast_dry_run = self.vectorized
         self.next_start_node_index = 0
         self._binding: dict[str, _Binding] = {}
 
@@ -325,7 +339,7 @@ class SchedulerCore:
         n = self.snapshot.num_nodes()
         if n == 0:
             raise _NoNodesError(ERR_NO_NODES)
-        feasible, diagnosis = self._find_nodes_that_fit(state, pod)
+        feasible, rows, diagnosis = self._find_feasible(state, pod)
         if not feasible:
             raise _FitError(diagnosis)
         evaluated = len(diagnosis.node_to_status) + len(feasible)
@@ -335,6 +349,10 @@ class SchedulerCore:
         st = fw.run_pre_score(state, pod, feasible, self.snapshot)
         if not st.is_success():
             raise _CycleError(f"running PreScore plugin {st.plugin}: {st.message()}")
+        if rows is not None:
+            totals = fw.run_score_batch(state, pod, self.snapshot, rows)
+            if totals is not None:
+                return self._select_host_batch(feasible, totals), evaluated, len(feasible)
         scores = fw.run_score(state, pod, feasible)
         return self._select_host(scores), evaluated, len(feasible)
 
@@ -352,9 +370,37 @@ class SchedulerCore:
                     best = name
         return best
 
+    def _select_host_batch(self, nodes: list[NodeInfo], totals: Int64Array) -> str:
+        """``_select_host`` over a column of totals: the same reservoir sampling, drawing
+        from ``rng`` at exactly the same ties (a node equal to the best so far)."""
+        start = np.full(1, -1, dtype=np.int64)  # _select_host's best score before any node
+        best_before = np.maximum.accumulate(np.concatenate((start, totals)))[:-1]
+        higher = totals > best_before
+        events = np.flatnonzero(higher | (totals == best_before))
+        best = -1
+        ties = 0
+        randrange = self.rng.randrange
+        for i, is_higher in zip(events.tolist(), higher[events].tolist(), strict=True):
+            if is_higher:
+                best, ties = i, 1
+            else:
+                ties += 1
+                if randrange(ties) == 0:
+                    best = i
+        return nodes[best].name if best >= 0 else ""
+
     def _find_nodes_that_fit(
         self, state: CycleState, pod: PodInfo
     ) -> tuple[list[NodeInfo], Diagnosis]:
+        feasible, _, diagnosis = self._find_feasible(state, pod)
+        return feasible, diagnosis
+
+    def _find_feasible(
+        self, state: CycleState, pod: PodInfo
+    ) -> tuple[list[NodeInfo], IntpArray | None, Diagnosis]:
+        """PreFilter, the nominated node, then Filter from ``next_start_node_index`` until
+        enough feasible nodes are found. Also returns the feasible nodes' rows in the
+        snapshot when the bulk path found them (None otherwise)."""
         fw = self.framework
         snap = self.snapshot
         nodes = snap.node_info_list
@@ -368,7 +414,7 @@ class SchedulerCore:
                 diagnosis.node_to_status[ni.name] = st
             if st.plugin:
                 diagnosis.unschedulable_plugins.add(st.plugin)
-            return [], diagnosis
+            return [], None, diagnosis
         # The nominated node first: if it still fits, take it without looking further.
         nominated = self.queue.nominator.nominated_node(pod.key) or pod.nominated_node_name
         if nominated:
@@ -376,9 +422,10 @@ class SchedulerCore:
             if nominated_info is not None and nominated_info.node is not None:
                 st = fw.run_filter_with_nominated_pods(state, pod, nominated_info)
                 if st.is_success():
-                    return [nominated_info], diagnosis
+                    return [nominated_info], None, diagnosis
                 if st.code == Code.ERROR:
                     raise _CycleError(f"running Filter plugin {st.plugin}: {st.message()}")
+        restricted = pre_result is not None and pre_result.node_names is not None
         if pre_result is not None and pre_result.node_names is not None:
             allowed = pre_result.node_names
             for ni in nodes:
@@ -389,14 +436,42 @@ class SchedulerCore:
             nodes = [ni for ni in nodes if ni.name in allowed]
         total = len(nodes)
         if total == 0:
-            return [], diagnosis
+            return [], None, diagnosis
         want = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, total)
         if not fw.score_plugins:
             want = 1  # nothing would tell feasible nodes apart: take the first (upstream)
-        feasible: list[NodeInfo] = []
         start = self.next_start_node_index % total
+        plan = fw.filter_plan(state, pod, snap) if self.vectorized else None
+        rows: IntpArray | None = None
+        if plan is None:
+            feasible, processed = self._filter_nodes(state, pod, nodes, start, want, diagnosis)
+        else:
+            sure, residual = plan
+            if restricted:
+                positions = [snap.position(ni.name) for ni in nodes]
+                base = np.array(positions, dtype=np.intp)
+            else:
+                base = np.arange(total, dtype=np.intp)
+            feasible, rows, processed = self._filter_nodes_in_bulk(
+                state, pod, nodes, base, sure, residual, start, want, diagnosis
+            )
+        self.next_start_node_index = (start + processed) % total
+        return feasible, rows, diagnosis
+
+    def _filter_nodes(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        start: int,
+        want: int,
+        diagnosis: Diagnosis,
+    ) -> tuple[list[NodeInfo], int]:
+        """Node by node from ``start`` (wrapping) until ``want`` fit: (feasible, processed)."""
+        total = len(nodes)
+        feasible: list[NodeInfo] = []
         processed = 0
-        run = fw.run_filter_with_nominated_pods
+        run = self.framework.run_filter_with_nominated_pods
         for i in range(total):
             ni = nodes[(start + i) % total]
             processed += 1
@@ -411,8 +486,78 @@ class SchedulerCore:
                 diagnosis.node_to_status[ni.name] = st
                 if st.plugin:
                     diagnosis.unschedulable_plugins.add(st.plugin)
-        self.next_start_node_index = (start + processed) % total
-        return feasible, diagnosis
+        return feasible, processed
+
+    def _filter_nodes_in_bulk(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: list[NodeInfo],
+        base: IntpArray,
+        sure: BoolArray,
+        residual: list[FilterPlugin],
+        start: int,
+        want: int,
+        diagnosis: Diagnosis,
+    ) -> tuple[list[NodeInfo], IntpArray, int]:
+        """``_filter_nodes`` with the framework's ``filter_plan``: (feasible, their snapshot
+        rows, processed). ``base[j]`` is the snapshot row of ``nodes[j]``.
+
+        In visiting order (position p = the p-th node from ``start``), a node is accepted
+        without a call when it surely passes, has no nominated pods and no residual plugin
+        is left. Every other node is called, in order, with the residual plugins (sure, no
+        nominated pods) or the full two-pass filter, until the accepted ones before the next
+        call already make ``want``. Runtime: O(nodes) numpy plus O(called nodes) calls."""
+        fw = self.framework
+        snap = self.snapshot
+        total = len(nodes)
+        order = np.arange(start, start + total, dtype=np.intp)
+        order %= total
+        rows = base[order]
+        direct = sure[rows]
+        nominated = self.queue.nominator.nodes_with_nominated_pods()
+        if nominated:
+            has_nominated = np.zeros(len(sure), dtype=np.bool_)
+            for name in nominated:
+                r = snap.position(name)
+                if r is not None:
+                    has_nominated[r] = True
+            direct &= ~has_nominated[rows]
+        accepted = direct if not residual else np.zeros(total, dtype=np.bool_)
+        ok = accepted.copy()
+        accepted_upto = np.cumsum(accepted)  # accepted in positions 0..p
+        called_ok = 0
+        limit = total  # positions before this are decided
+        run = fw.run_filter_with_nominated_pods
+        for p in np.flatnonzero(~accepted).tolist():
+            found = int(accepted_upto[p]) + called_ok  # feasible before position p
+            if found >= want:
+                limit = p
+                break
+            ni = nodes[int(order[p])]
+            if direct[p]:
+                st = fw.run_filter_plugins(state, pod, ni, residual)
+            else:
+                st = run(state, pod, ni)
+            if st.code == Code.SUCCESS:
+                ok[p] = True
+                called_ok += 1
+                if found + 1 >= want:
+                    limit = p + 1
+                    break
+            elif st.code == Code.ERROR:
+                raise _CycleError(f"running Filter plugin {st.plugin}: {st.message()}")
+            else:
+                diagnosis.node_to_status[ni.name] = st
+                if st.plugin:
+                    diagnosis.unschedulable_plugins.add(st.plugin)
+        ok_upto = np.cumsum(ok[:limit])
+        processed = limit
+        if limit and int(ok_upto[-1]) >= want:
+            processed = int(np.searchsorted(ok_upto, want)) + 1
+        positions = np.flatnonzero(ok[:processed])
+        feasible = [nodes[j] for j in order[positions].tolist()]
+        return feasible, rows[positions], processed
 
     # ================================================================== failures
     def _handle_fit_error(

@@ -9,6 +9,11 @@ PY := $(VENV)/bin/python
 CLUSTER := $(PY) hack/localcluster.py
 # Fake nodes that `make run` and `make cluster-up` create in the local control plane.
 RUN_NODES ?= 3
+# `make bench`: sizes of the cluster benchmark (small: 100 nodes / 1000 pods, large: 1000 /
+# 5000, both), where the report goes, extra flags for benchmarks/cluster_bench.py.
+BENCH_SIZE ?= both
+BENCH_OUT ?= benchmarks/results/latest
+BENCH_ARGS ?=
 # The container image and the kind path (docs/deploy.md).
 IMAGE ?= py-scheduler:dev
 DOCKER ?= docker
@@ -82,8 +87,15 @@ run: install ## run the scheduler (local control plane unless KUBECONFIG is set)
 	  exec $(VENV)/bin/py-scheduler run --kubeconfig "$$KUBECONFIG"; \
 	fi
 
-bench: install binaries ## benchmarks (in-process core; see docs/benchmarks.md)
-	$(PY) benchmarks/core_bench.py
+$(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet -e '.[dev,bench]'
+	touch $@
+
+bench: install binaries $(VENV)/.bench-installed ## in-process core + cluster vs kube-scheduler (BENCH_SIZE=small|large|both)
+	@mkdir -p $(BENCH_OUT)
+	$(PY) benchmarks/core_bench.py --json $(BENCH_OUT)/core.json
+	$(PY) benchmarks/cluster_bench.py --size $(BENCH_SIZE) --out $(BENCH_OUT) \
+	  --core-json $(BENCH_OUT)/core.json $(BENCH_ARGS)
 
 lock: ## re-resolve requirements.lock (the image's pinned deps) from pyproject (PyPI)
 	PYTHON='$(PYTHON)' hack/lock.sh

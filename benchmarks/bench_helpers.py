@@ -305,11 +305,14 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def fold_profile(lines: Iterable[str], top: int = 15) -> dict[str, Any]:
-    """Self and inclusive sample counts per function from collapsed stacks.
+    """Self and inclusive sample counts from collapsed stacks ('frame;frame;frame count').
 
     A frame looks like 'function (path/to/file.py:123)'; the line number is dropped so that
-    one function is one row. Process/thread pseudo-frames (no '.py') are skipped."""
+    one function is one row. Pseudo-frames without a '.py' file (process, thread) are skipped.
+    `self`: the innermost frame's function; `areas`: self samples by package (the scheduler's
+    own code by module); `inclusive`: time under each function of the scheduler's own code."""
     self_counts: Counter[str] = Counter()
+    area_counts: Counter[str] = Counter()
     incl_counts: Counter[str] = Counter()
     total = 0
     for raw in lines:
@@ -321,37 +324,52 @@ def fold_profile(lines: Iterable[str], top: int = 15) -> dict[str, Any]:
             count = int(count_text)
         except ValueError:
             continue
-        frames = [_frame_name(f) for f in stack.split(";")]
-        frames = [f for f in frames if f is not None]
+        frames = [f for f in (_frame(x) for x in stack.split(";")) if f is not None]
         if not frames:
             continue
         total += count
-        self_counts[frames[-1]] += count
-        for name in set(frames):
+        func, path = frames[-1]
+        self_counts[f"{func} ({path})"] += count
+        area_counts[profile_area(path)] += count
+        for name in {f"{f} ({p})" for f, p in frames if p.startswith("scheduler/")}:
             incl_counts[name] += count
 
-    def rows(counter: Counter[str]) -> list[dict[str, Any]]:
+    def rows(counter: Counter[str], key: str = "function") -> list[dict[str, Any]]:
         return [
-            {"function": name, "samples": n, "percent": round(100.0 * n / total, 1)}
+            {key: name, "samples": n, "percent": round(100.0 * n / total, 1)}
             for name, n in counter.most_common(top)
         ]
 
-    return {"samples": total, "self": rows(self_counts), "inclusive": rows(incl_counts)}
+    return {
+        "samples": total,
+        "self": rows(self_counts),
+        "areas": rows(area_counts, "area"),
+        "inclusive": rows(incl_counts),
+    }
 
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::\d+)?\)$")
 
 
-def _frame_name(frame: str) -> str | None:
+def _frame(frame: str) -> tuple[str, str] | None:
     match = _FRAME.match(frame.strip())
     if not match or ".py" not in match.group("file"):
         return None
     path = match.group("file")
-    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+    for marker in ("site-packages/", "/work/main/", "/lib/python3.11/", "/lib/python3.12/"):
         if marker in path:
             path = path.split(marker, 1)[1]
             break
-    return f"{match.group('func')} ({path})"
+    return match.group("func"), path
+
+
+def profile_area(path: str) -> str:
+    """Where a frame's file belongs: the scheduler's own modules by name, else the top package
+    ('kopf', 'urllib3', 'asyncio', 'ssl', ...)."""
+    if path.startswith("scheduler/"):
+        return path
+    head = path.split("/", 1)[0]
+    return head[:-3] if head.endswith(".py") else head
 
 
 # --------------------------------------------------------------------------------------------
@@ -434,6 +452,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                 "server p99 s",
                 "peak RSS MiB",
                 "CPU s",
+                "CPU ms/pod",
             ],
             (
                 [
@@ -451,6 +470,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                     _lat(r, "latency_server", "p99"),
                     _mib(r.get("vmhwm_kib")),
                     r.get("cpu_seconds"),
+                    r.get("cpu_ms_per_pod"),
                 ]
                 for r in tp
             ),
@@ -515,11 +535,18 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             ["self %", "function"], ([p["percent"], f"`{p['function']}`"] for p in profile["self"])
         )
         md.append("")
-        md += _table(
-            ["inclusive %", "function"],
-            ([p["percent"], f"`{p['function']}`"] for p in profile.get("inclusive", [])),
-        )
-        md.append("")
+        if profile.get("areas"):
+            md += _table(
+                ["self % by area", "package or module"],
+                ([p["percent"], f"`{p['area']}`"] for p in profile["areas"]),
+            )
+            md.append("")
+        if profile.get("inclusive"):
+            md += _table(
+                ["inclusive %", "py-scheduler function (time under it)"],
+                ([p["percent"], f"`{p['function']}`"] for p in profile["inclusive"]),
+            )
+            md.append("")
     core = results.get("core")
     if core:
         md += ["## In-process core benchmark (benchmarks/core_bench.py)", ""]

@@ -36,6 +36,7 @@ import argparse
 import base64
 import contextlib
 import datetime as dt
+import hashlib
 import http.client
 import importlib.util
 import json
@@ -576,9 +577,12 @@ class PySpy:
 
     def __init__(self, exe: str, pid: int, out: Path, log_path: Path) -> None:
         self.out = out
+        # --gil: only the thread holding the GIL is sampled, so threads blocked in I/O or
+        # waiting on a queue do not show up as hot; what remains is the serial Python work.
         argv = [
             exe,
             "record",
+            "--gil",
             "--pid",
             str(pid),
             "--rate",
@@ -694,7 +698,16 @@ def git_revision() -> str:
             text=True,
             check=True,
         ).stdout.strip()
-        return rev + ("+dirty scheduler/" if dirty else "")
+        if not dirty:
+            return rev
+        # The hot path changes under us: name the working tree's scheduler/ by its diff.
+        diff = subprocess.run(
+            ["git", "diff", "HEAD", "--", "scheduler"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
+        return f"{rev}+scheduler/ diff sha256:{hashlib.sha256(diff).hexdigest()[:12]}"
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -731,8 +744,11 @@ class Bench:
         self.bin_dir = Path(state["bin_dir"])
         self.kubeconfig = Path(info.kubeconfig)
         self.api = Api(self.kubeconfig)
-        self.work = state_dir / "bench-runs"
+        # Scheduler configs and logs of the last benchmark, kept after the cluster is gone.
+        self.work = localcluster.cache_root() / "bench-logs" / "latest"
+        shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True, exist_ok=True)
+        self.results["meta"]["logs"] = str(self.work)
         log(f"control plane up in {time.monotonic() - started:.0f}s (state {state_dir})")
 
     def down(self) -> None:
@@ -943,6 +959,8 @@ class Bench:
             record["vmhwm_kib"] = proc.vmhwm_kib()
             cpu1 = proc.cpu_seconds()
             record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
+            if cpu1 is not None:
+                record["cpu_ms_per_pod"] = round(1000 * (cpu1 - cpu0) / pods, 2)
         finally:
             if spy is not None:
                 spy.stop()
@@ -965,6 +983,9 @@ class Bench:
             latency_client_sketch=H.quantile_sketch(client_lat),
             latency_server_sketch=H.quantile_sketch(server_lat, digits=1),
             bound_curve=H.completion_curve([r.bound for r in bound.values() if r.bound], first),
+            created_curve=H.completion_curve(sent.values(), first),
+            backlog_at_create_end=sum(1 for r in bound.values() if r.bound and r.bound > created)
+            + (pods - len(bound)),
             watch_errors=watch.errors[:5],
             log=str(proc.log_path),
         )
@@ -1177,7 +1198,11 @@ class Bench:
                 return {"tool": tool, "error": "py-spy wrote no profile"}
             with path.open() as handle:
                 folded = H.fold_profile(handle, top=15)
-            return {"tool": "py-spy 100 Hz (raw collapsed stacks)", "file": path.name, **folded}
+            return {
+                "tool": "py-spy record --gil at 100 Hz (raw collapsed stacks)",
+                "file": path.name,
+                **folded,
+            }
         path = self.out_dir / "profile.pstats"
         if not path.exists():
             return {"tool": tool, "error": "cProfile wrote no profile"}
@@ -1326,6 +1351,35 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
         axes[0][0].legend(fontsize=8)
         save(fig, "latency_cdf.png")
 
+        # Pods bound over time against pods created: is creation or scheduling the limit?
+        fig, axes = plt.subplots(
+            1, len(tp_panels), figsize=(3.6 * len(tp_panels), 3.4), squeeze=False
+        )
+        for ax, (size, mode) in zip(axes[0], tp_panels, strict=True):
+            for sched in H.SCHEDULERS:
+                run = H.find_run(
+                    runs, scenario="throughput", size=size, qps_mode=mode, scheduler=sched
+                )
+                if not run:
+                    continue
+                for key, style in (("bound_curve", "-"), ("created_curve", ":")):
+                    curve = run.get(key) or []
+                    if curve:
+                        what = "bound" if key == "bound_curve" else "created"
+                        ax.plot(
+                            [0.0] + [c[0] for c in curve],
+                            [0] + [c[1] for c in curve],
+                            style,
+                            color=COLORS[sched],
+                            label=f"{sched} {what}",
+                        )
+            ax.set_title(label(size, mode), fontsize=9)
+            ax.set_xlabel("seconds since the first create", fontsize=8)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("pods")
+        axes[0][0].legend(fontsize=7)
+        save(fig, "throughput_timeline.png")
+
     # Preemption completion over time.
     pre_panels = panels("preemption")
     if pre_panels:
@@ -1424,7 +1478,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--modes", default="defaults,equal", help="client QPS passes")
     ap.add_argument("--schedulers", default="kube,py")
     ap.add_argument("--preemption-rate", type=float, default=10.0, help="preemptors per second")
-    ap.add_argument("--client-threads", type=int, default=8, help="threads creating objects")
+    ap.add_argument("--client-threads", type=int, default=4, help="threads creating objects")
     ap.add_argument("--timeout", type=float, default=0.0, help="per run (0: from the size)")
     ap.add_argument("--kwok-delete-delay", default="1s", help="cap on Terminating (kwok)")
     ap.add_argument("--core-json", help="benchmarks/core_bench.py's --json, to report as well")

@@ -9,7 +9,11 @@ reports, never a test.
 3. One preemption decision at 5000 nodes x 10 low-priority pods (350m each), the
    preemptor (1 cpu) needing 3 victims on any node: p50/p99 of the PostFilter.
 
+``--scalar`` runs the node-by-node Filter/Score and dry run (``SchedulerCore(vectorized=
+False)``) instead of the bulk numpy paths, to compare the two (their results are the same).
+
 Usage: python benchmarks/core_bench.py [--sizes 100,1000,5000] [--pods 2000] [--json FILE]
+                                       [--scalar]
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import argparse
 import json
 import platform
 import random
-import statistics
 import sys
 import time
 import tracemalloc
@@ -28,12 +31,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from scheduler.clock import FakeClock  # noqa: E402
-from scheduler.config import SchedulerConfig  # noqa: E402
-from scheduler.framework.interface import CycleState, Status  # noqa: E402
-from scheduler.framework.preemption import Candidate  # noqa: E402
-from scheduler.schedule_one import BindOutcome, SchedulerCore  # noqa: E402
-from scheduler.types import PodInfo, node_from_dict, pod_from_dict  # noqa: E402
+from scheduler.clock import FakeClock
+from scheduler.config import SchedulerConfig
+from scheduler.framework.interface import CycleState, Status
+from scheduler.framework.preemption import Candidate
+from scheduler.schedule_one import BindOutcome, SchedulerCore
+from scheduler.types import PodInfo, node_from_dict, pod_from_dict
 
 
 class _Ports:
@@ -47,7 +50,9 @@ class _Ports:
     def scheduled(self, pod: PodInfo, node_name: str) -> None:
         return None
 
-    def failed(self, pod: PodInfo, *, reason: str, message: str, nominated_node: str | None) -> None:
+    def failed(
+        self, pod: PodInfo, *, reason: str, message: str, nominated_node: str | None
+    ) -> None:
         return None
 
     def prepare_candidate(
@@ -64,37 +69,68 @@ def _node(i: int) -> dict[str, Any]:
     }
 
 
-def _pod(name: str, *, cpu: str, memory: str, node: str = "", priority: int = 0,
-         start: int = 0) -> PodInfo:
+def _pod(
+    name: str, *, cpu: str, memory: str, node: str = "", priority: int = 0, start: int = 0
+) -> PodInfo:
     spec: dict[str, Any] = {
         "schedulerName": "py-scheduler",
         "priority": priority,
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                        "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
+        "containers": [
+            {
+                "name": "c",
+                "image": "registry.k8s.io/pause:3.10",
+                "resources": {"requests": {"cpu": cpu, "memory": memory}},
+            }
+        ],
     }
     if node:
         spec["nodeName"] = node
-    return pod_from_dict({
-        "metadata": {"name": name, "namespace": "bench", "uid": name,
-                     "creationTimestamp": f"2026-01-01T00:{start // 60 % 60:02d}:{start % 60:02d}Z"},
-        "spec": spec,
-        "status": {"phase": "Running" if node else "Pending"},
-    })
+    return pod_from_dict(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "bench",
+                "uid": name,
+                "creationTimestamp": f"2026-01-01T00:{start // 60 % 60:02d}:{start % 60:02d}Z",
+            },
+            "spec": spec,
+            "status": {"phase": "Running" if node else "Pending"},
+        }
+    )
 
 
-def build(nodes: int, per_node: int, *, cpu: str = "100m", memory: str = "500Mi",
-          priority: int = 0) -> tuple[SchedulerCore, _Ports]:
+VECTORIZED = True  # --scalar sets it False
+
+
+def build(
+    nodes: int, per_node: int, *, cpu: str = "100m", memory: str = "500Mi", priority: int = 0
+) -> tuple[SchedulerCore, _Ports]:
     ports = _Ports()
-    core = SchedulerCore(SchedulerConfig(), FakeClock(0.0), binder=ports, recorder=ports,
-                         actions=ports, rng=random.Random(1))
+    core = SchedulerCore(
+        SchedulerConfig(),
+        FakeClock(0.0),
+        binder=ports,
+        recorder=ports,
+        actions=ports,
+        rng=random.Random(1),
+        vectorized=VECTORIZED,
+    )
     ports.core = core
     for i in range(nodes):
         core.on_node_add(node_from_dict(_node(i)))
     k = 0
     for i in range(nodes):
         for j in range(per_node):
-            core.on_pod_add(_pod(f"b-{i}-{j}", cpu=cpu, memory=memory, node=f"node-{i}",
-                                 priority=priority, start=j))
+            core.on_pod_add(
+                _pod(
+                    f"b-{i}-{j}",
+                    cpu=cpu,
+                    memory=memory,
+                    node=f"node-{i}",
+                    priority=priority,
+                    start=j,
+                )
+            )
             k += 1
     return core, ports
 
@@ -148,7 +184,7 @@ def bench_preemption(nodes: int, runs: int) -> dict[str, Any]:
     pre = _pod("preemptor", cpu="1500m", memory="1Gi", priority=1000)
     state = CycleState()
     fw = core.framework
-    _, st = fw.run_pre_filter(state, pre, core.snapshot)
+    fw.run_pre_filter(state, pre, core.snapshot)
     statuses = {ni.name: fw.run_filter(state, pre, ni) for ni in core.snapshot.node_info_list}
     times: list[float] = []
     victims = 0
@@ -176,27 +212,42 @@ def main() -> int:
     ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--preemption-runs", type=int, default=30)
     ap.add_argument("--json", help="write the raw results here")
+    ap.add_argument("--scalar", action="store_true", help="node-by-node paths, no numpy")
     args = ap.parse_args()
+    global VECTORIZED
+    VECTORIZED = not args.scalar
     sizes = [int(s) for s in args.sizes.split(",") if s]
     out: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "cpu": platform.processor() or
-                    platform.machine()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpu": platform.processor() or platform.machine(),
+        },
         "date": time.strftime("%Y-%m-%d"),
+        "vectorized": VECTORIZED,
         "throughput": [],
     }
     for n in sizes:
         r = bench_throughput(n, args.pods)
         out["throughput"].append(r)
-        print(f"throughput  nodes={n:5d} pods={r['pods']}: {r['pods_per_second']:8.1f} pods/s "
-              f"p50={r['cycle_p50_ms']} ms p99={r['cycle_p99_ms']} ms", flush=True)
+        print(
+            f"throughput  nodes={n:5d} pods={r['pods']}: {r['pods_per_second']:8.1f} pods/s "
+            f"p50={r['cycle_p50_ms']} ms p99={r['cycle_p99_ms']} ms",
+            flush=True,
+        )
     big = max(sizes)
     out["memory"] = bench_memory(big)
-    print(f"memory      {out['memory']['bytes_per_bound_pod']} bytes of Python heap per bound "
-          f"pod ({out['memory']['bound_pods']} pods)", flush=True)
+    print(
+        f"memory      {out['memory']['bytes_per_bound_pod']} bytes of Python heap per bound "
+        f"pod ({out['memory']['bound_pods']} pods)",
+        flush=True,
+    )
     out["preemption"] = bench_preemption(big, args.preemption_runs)
     p = out["preemption"]
-    print(f"preemption  nodes={big} victims={p['victims']}: p50={p['decision_p50_ms']} ms "
-          f"p99={p['decision_p99_ms']} ms over {p['runs']} decisions", flush=True)
+    print(
+        f"preemption  nodes={big} victims={p['victims']}: p50={p['decision_p50_ms']} ms "
+        f"p99={p['decision_p99_ms']} ms over {p['runs']} decisions",
+        flush=True,
+    )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=2))

@@ -19,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 kind=${KIND:-kind}
 cluster=${KIND_CLUSTER:-py-scheduler}
-kubeconfig=${KIND_KUBECONFIG:?KIND_KUBECONFIG must name a file for the kind cluster\'s kubeconfig}
+kubeconfig=${KIND_KUBECONFIG:?set KIND_KUBECONFIG to the file for the kind cluster kubeconfig}
 py=${PY:-.venv/bin/python}
 selector=app.kubernetes.io/name=py-scheduler
 
@@ -74,7 +74,15 @@ trap cleanup EXIT
 
 # 2. The suite's schedulers only.
 "${kubectl[@]}" -n kube-system scale deployment/py-scheduler --replicas=0
-"${kubectl[@]}" -n kube-system wait --for=delete pod -l "$selector" --timeout=120s
+for _ in $(seq 120); do
+  [[ -z "$("${kubectl[@]}" -n kube-system get pods -l "$selector" -o name)" ]] && break
+  sleep 1
+done
+if [[ -n "$("${kubectl[@]}" -n kube-system get pods -l "$selector" -o name)" ]]; then
+  log "the py-scheduler pods did not go away after scaling to 0"
+  show_scheduler
+  exit 1
+fi
 
 # 3. kwok for the fake nodes; kind's DaemonSets stay off them.
 not_kwok='{"spec":{"template":{"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"type","operator":"NotIn","values":["kwok"]}]}]}}}}}}}'

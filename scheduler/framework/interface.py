@@ -19,13 +19,14 @@ from scheduler.backend.queue.events import (
     EventRegistration,
     QueueingHint,
 )
-from scheduler.types import NodeInfo, PodInfo
+from scheduler.types import NodeInfo, PodInfo, Resource
 
 if TYPE_CHECKING:
     from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
 
 __all__ = [
     "SUCCESS",
+    "AmountsFilterPlugin",
     "BatchFilterPlugin",
     "BatchScorePlugin",
     "ClusterEvent",
@@ -205,12 +206,30 @@ class ScorePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class AmountsFilterPlugin(FilterPlugin, Protocol):
+    """Optional for a filter plugin that reads a node's pods only through the sum of their
+    requests and their number: ``filter`` on those amounts, so that preemption's dry run
+    can take pods off and put them back as arithmetic.
+
+    (A filter plugin that reads neither the node's pods nor the CycleState, only the pod
+    and the node record, says so with a class attribute ``node_only_filter = True``.)"""
+
+    def filter_amounts(
+        self, state: CycleState, pod: PodInfo, alloc: Resource, used: Resource, num_pods: int
+    ) -> Status: ...
+
+    def fits_amounts(
+        self, state: CycleState, pod: PodInfo, alloc: Resource, used: Resource, num_pods: int
+    ) -> bool:
+        """Exactly ``filter_amounts(...).is_success()`` (it may skip building the Status)."""
+        ...
+
+
+@runtime_checkable
 class BatchFilterPlugin(FilterPlugin, Protocol):
     """Optional for a filter plugin: answer for every node of the snapshot at once."""
 
-    def filter_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
-    ) -> BoolArray | None:
+    def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> BoolArray | None:
         """A mask over ``snapshot.node_info_list``: True where ``filter`` would surely
         return SUCCESS for ``pod``; False where it may not (the framework then runs
         ``filter`` on that node for the exact status). None: no bulk answer for this pod."""

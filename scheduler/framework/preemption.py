@@ -24,6 +24,13 @@ Flow of ``Evaluator.preempt`` for a pod that fit no node:
 Steps 1-5 are ``Evaluator.decide``, free of side effects (``explain`` runs it as is);
 ``preempt`` adds the actions.
 
+Fast dry run (``fast_dry_run``, on by default; same results): when every active filter
+plugin reads only the node record (``node_only_filter``) or the node's summed requests and
+pod count (``AmountsFilterPlugin``), no active PreFilter plugin keeps state that follows
+removals (extensions), and the node has no nominated pods, step 3 runs on amounts: victims
+are taken off and put back as sums, with no NodeInfo or CycleState clone and no re-run of
+the node-only plugins (they passed once and read nothing that changes).
+
 No I/O here: the decision goes out through ``PreemptionActions`` (scheduler/kube in the live
 scheduler; an in-memory cluster in ``simulate``; recorders in tests).
 """
@@ -38,8 +45,11 @@ from typing import Protocol
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.config import DefaultPreemptionArgs
 from scheduler.framework.interface import (
+    SUCCESS,
+    AmountsFilterPlugin,
     Code,
     CycleState,
+    FilterPlugin,
     PostFilterResult,
     Status,
 )
@@ -118,6 +128,8 @@ def filter_victims_with_pdb_violation(
     PDB's ``disruptions_allowed`` as pods match it; pods already listed in a PDB's
     ``disruptedPods`` do not spend it. Only PDBs of the pod's namespace count; a PDB with no
     or an empty selector matches nothing; a pod without labels never violates."""
+    if not pdbs:
+        return [], list(pods)
     allowed = [p.disruptions_allowed for p in pdbs]
     violating: list[PodInfo] = []
     ok: list[PodInfo] = []
@@ -199,8 +211,16 @@ def pick_one_node_for_preemption_steps(
 
 def pick_one_node_for_preemption(candidates: Sequence[Candidate]) -> Candidate | None:
     """Upstream's criteria in order (``PICK_ONE_CRITERIA``); each keeps only the
-    best-scoring nodes; a tie after all of them goes to the first candidate."""
-    return pick_one_node_for_preemption_steps(candidates)[0]
+    best-scoring nodes; a tie after all of them goes to the first candidate. (The same
+    choice as ``pick_one_node_for_preemption_steps``, without recording the steps.)"""
+    remaining = list(candidates)
+    for _, f in PICK_ONE_CRITERIA:
+        if len(remaining) <= 1:
+            break
+        scores = [f(c) for c in remaining]
+        best = max(scores)
+        remaining = [c for c, s in zip(remaining, scores, strict=True) if s == best]
+    return remaining[0] if remaining else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +250,8 @@ class Evaluator:
     candidate_filters: list[CandidateFilter] = field(default_factory=list)
     # The candidate chosen by the last successful ``preempt`` (for reports and `simulate`).
     last_candidate: Candidate | None = None
+    # Dry-run nodes on amounts where that gives the same answer (module docstring).
+    fast_dry_run: bool = True
 
     # ------------------------------------------------------------------ eligibility
     def _nominated_node(self, pod: PodInfo) -> str:
@@ -316,6 +338,83 @@ class Evaluator:
             victims.sort(key=_importance_key)
         return victims, num_violating, Status()
 
+    def _amounts_plan(
+        self, state: CycleState
+    ) -> list[tuple[FilterPlugin, AmountsFilterPlugin | None]] | None:
+        """The active filter plugins in order, each paired with itself if it filters on
+        amounts or None if it reads only the node record; None when the dry run cannot go
+        on amounts (another kind of plugin, or PreFilter extensions to keep in step)."""
+        fw = self.framework
+        skip = state.skip_filter_plugins
+        for pf in fw.pre_filter_plugins:
+            if pf.name not in skip and pf.pre_filter_extensions() is not None:
+                return None
+        plan: list[tuple[FilterPlugin, AmountsFilterPlugin | None]] = []
+        for p in fw.filter_plugins:
+            if p.name in skip:
+                continue
+            if getattr(p, "node_only_filter", False) is True:
+                plan.append((p, None))
+            elif isinstance(p, AmountsFilterPlugin):
+                plan.append((p, p))
+            else:
+                return None
+        return plan
+
+    def _select_victims_by_amounts(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        node_info: NodeInfo,
+        pdbs: Sequence[PDBInfo],
+        plan: list[tuple[FilterPlugin, AmountsFilterPlugin | None]],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """``select_victims_on_node`` for a node without nominated pods under an
+        ``_amounts_plan``: the same victims in the same order and the same statuses, with
+        pods taken off and put back as sums. Reads ``state`` and ``node_info`` only."""
+        priority = pod.priority
+        names = self.args.victim_scheduler_names  # is_victim_allowed, inlined
+        potential = [
+            p
+            for p in node_info.pods.values()
+            if p.priority < priority and (not names or p.scheduler_name in names)
+        ]
+        if not potential:
+            return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
+        alloc = node_info.allocatable
+        used = node_info.requested.copy()
+        for p in potential:
+            used.sub(p.requests)
+        num_pods = len(node_info.pods) - len(potential)
+        for plugin, amounts in plan:
+            if amounts is None:
+                st = plugin.filter(state, pod, node_info)  # reads the node record only
+            else:
+                st = amounts.filter_amounts(state, pod, alloc, used, num_pods)
+            if st is not SUCCESS and not st.is_success():
+                return [], 0, st.with_plugin(plugin.name)
+        by_amounts = [a for _, a in plan if a is not None]
+        potential.sort(key=_importance_key)
+        violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+        num_violating = 0
+        for is_violating, group in ((True, violating), (False, non_violating)):
+            for p in group:
+                used.add(p.requests)
+                num_pods += 1
+                for a in by_amounts:
+                    if not a.fits_amounts(state, pod, alloc, used, num_pods):
+                        break
+                else:
+                    continue  # fits with p back: reprieved
+                used.sub(p.requests)
+                num_pods -= 1
+                victims.append(p)
+                num_violating += is_violating
+        if violating and non_violating:
+            victims.sort(key=_importance_key)
+        return victims, num_violating, Status()
+
     def dry_run_preemption(
         self,
         state: CycleState,
@@ -329,9 +428,16 @@ class Evaluator:
         violating: list[Candidate] = []
         statuses: dict[str, Status] = {}
         n = len(potential)
+        plan = self._amounts_plan(state) if self.fast_dry_run else None
+        nom = self.framework.nominator
         for i in range(n):
             ni = potential[(offset + i) % n]
-            victims, num_pdb, st = self.select_victims_on_node(state.clone(), pod, ni.clone(), pdbs)
+            if plan is not None and (nom is None or not nom.nominated_pods_for_node(ni.name)):
+                victims, num_pdb, st = self._select_victims_by_amounts(state, pod, ni, pdbs, plan)
+            else:
+                victims, num_pdb, st = self.select_victims_on_node(
+                    state.clone(), pod, ni.clone(), pdbs
+                )
             if st.is_success() and victims:
                 c = Candidate(ni.name, tuple(victims), num_pdb)
                 bucket = violating if num_pdb else non_violating
@@ -351,11 +457,15 @@ class Evaluator:
     def potential_nodes(self, statuses: Mapping[str, Status]) -> list[NodeInfo]:
         """The nodes preemption might help: those whose filter status was UNSCHEDULABLE
         (an UNSCHEDULABLE_AND_UNRESOLVABLE rejection survives any eviction)."""
-        return [
-            ni
-            for ni in self.snapshot.node_info_list
-            if (st := statuses.get(ni.name)) is not None and st.code == Code.UNSCHEDULABLE
-        ]
+        snap = self.snapshot
+        position = snap.position
+        rows = sorted(
+            r
+            for name, st in statuses.items()
+            if st.code == Code.UNSCHEDULABLE and (r := position(name)) is not None
+        )
+        listed = snap.node_info_list
+        return [listed[r] for r in rows]
 
     def find_candidates(
         self,
@@ -366,7 +476,11 @@ class Evaluator:
         offset: int | None = None,
     ) -> tuple[list[Candidate], dict[str, Status]]:
         """Dry-run the potential nodes from ``offset`` (None: a random one, as upstream)."""
-        potential = self.potential_nodes(statuses)
+        return self._find_candidates(state, pod, self.potential_nodes(statuses), offset)
+
+    def _find_candidates(
+        self, state: CycleState, pod: PodInfo, potential: list[NodeInfo], offset: int | None
+    ) -> tuple[list[Candidate], dict[str, Status]]:
         if not potential:
             return [], {}
         if offset is None:
@@ -395,10 +509,11 @@ class Evaluator:
         all_nodes = self.snapshot.num_nodes()
         if all_nodes == 0:
             return PreemptionDecision(None, Status.error("no nodes available"))
-        potential = tuple(ni.name for ni in self.potential_nodes(statuses))
+        potential_infos = self.potential_nodes(statuses)
+        potential = tuple(ni.name for ni in potential_infos)
         if potential and offset is None:
             offset = self.rng.randrange(len(potential))
-        found, node_statuses = self.find_candidates(state, pod, statuses, offset=offset or 0)
+        found, node_statuses = self._find_candidates(state, pod, potential_infos, offset or 0)
         candidates = tuple(found)
         seen = PreemptionDecision(
             None, Status(), candidates, node_statuses, potential, offset=offset or 0

@@ -294,15 +294,19 @@ class Framework:
         out_state = state
         out_info = node_info
         added = False
-        for np in nominated:
-            if np.priority < pod.priority or np.key == pod.key or np.key in node_info.pods:
+        for nominated_pod in nominated:
+            if (
+                nominated_pod.priority < pod.priority
+                or nominated_pod.key == pod.key
+                or nominated_pod.key in node_info.pods
+            ):
                 continue
             if not added:
                 out_state = state.clone()
                 out_info = node_info.clone()
                 added = True
-            out_info.add_pod(np)
-            st = self.run_pre_filter_add_pod(out_state, pod, np, out_info)
+            out_info.add_pod(nominated_pod)
+            st = self.run_pre_filter_add_pod(out_state, pod, nominated_pod, out_info)
             if not st.is_success():
                 return added, out_state, out_info, st
         return added, out_state, out_info, SUCCESS

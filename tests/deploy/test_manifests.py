@@ -5,7 +5,10 @@ carries its reason. tests/e2e/test_deploy.py checks the same manifests on an API
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import inspect
 import re
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,6 +26,7 @@ from tests.deploy.dockerfile import Dockerfile
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
 EXAMPLES = MANIFESTS / "examples"
+MAKEFILE = (REPO / "Makefile").read_text()
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
@@ -183,6 +187,18 @@ def test_walkthrough_applies_each_example(name: str) -> None:
     assert f"kubectl apply -f manifests/examples/{name}" in readme
 
 
+def _localcluster_default_cpu() -> str:
+    """The CPU of the nodes `make run` creates (hack/localcluster.py create_nodes' default)."""
+    module = sys.modules.get("localcluster")  # as tests/e2e/conftest.py loads it
+    if module is None:
+        spec = importlib.util.spec_from_file_location("localcluster", REPO / "hack/localcluster.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["localcluster"] = module
+        spec.loader.exec_module(module)
+    return str(inspect.signature(module.create_nodes).parameters["cpu"].default)
+
+
 def test_examples_are_what_the_walkthrough_says() -> None:
     readme = (EXAMPLES / "README.md").read_text()
     mentioned = set(re.findall(r"manifests/examples/([\w.-]+\.yaml)", readme))
@@ -191,13 +207,21 @@ def test_examples_are_what_the_walkthrough_says() -> None:
     assert classes == {"high-priority": 1000000, "low-priority": 100}
     (deployment,) = _docs(EXAMPLES / "deployment.yaml")
     (pod,) = _docs(EXAMPLES / "pod-high-priority.yaml")
-    for spec, klass in (
-        (deployment["spec"]["template"]["spec"], "low-priority"),
-        (pod["spec"], "high-priority"),
-    ):
+    low, high = deployment["spec"]["template"]["spec"], pod["spec"]
+    for spec, klass in ((low, "low-priority"), (high, "high-priority")):
         assert spec["schedulerName"] == "py-scheduler"
         assert spec["priorityClassName"] == klass
-        assert spec["containers"][0]["resources"]["requests"]["cpu"] == "1"
+    # Sized for `make run`'s three 4-CPU nodes: one replica per node, 1 CPU left on each,
+    # so the high-priority pod fits only by preempting one replica (README.md).
+    run_nodes = re.search(r"^RUN_NODES \?= (\d+)$", MAKEFILE, re.M)
+    assert run_nodes, "Makefile: RUN_NODES"
+    nodes = int(run_nodes.group(1))
+    node_cpu = int(_localcluster_default_cpu())
+    low_cpu = int(low["containers"][0]["resources"]["requests"]["cpu"])
+    high_cpu = int(high["containers"][0]["resources"]["requests"]["cpu"])
+    assert deployment["spec"]["replicas"] == nodes
+    assert 2 * low_cpu > node_cpu >= low_cpu, "one replica per node"
+    assert node_cpu - low_cpu < high_cpu <= node_cpu, "fits only where a replica goes"
     # The watch transcript shows the documented sequence.
     for step in ("Running", "Pending", "Terminating", "NOMINATED NODE"):
         assert step in readme, step

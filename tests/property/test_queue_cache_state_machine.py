@@ -247,10 +247,17 @@ CACHE_PODS = {
     for node in ["", *NODE_NAMES]
     for v in range(3)
 }
+
+
+def _cache_node(name: str, variant: int) -> NodeRecord:
+    b = make_node(name).alloc(cpu=str(4 * (variant + 1)), memory="8Gi", pods=110)
+    if variant:  # images and taints: the snapshot's image counts and array flags follow
+        b.image("shared:1", 1000).image(f"own-{name}:1", 10).taint("soft", "", "PreferNoSchedule")
+    return b.record()
+
+
 NODES: dict[tuple[str, int], NodeRecord] = {
-    (n, v): make_node(n).alloc(cpu=str(4 * (v + 1)), memory="8Gi", pods=110).record()
-    for n in NODE_NAMES
-    for v in range(2)
+    (n, v): _cache_node(n, v) for n in NODE_NAMES for v in range(2)
 }
 
 
@@ -371,6 +378,10 @@ class CacheMachine(RuleBasedStateMachine):
             self.cache.update_snapshot(fresh)
         assert all(ni.node is not None for ni in self.snap.node_info_map.values())
         assert _view(self.snap) == _view(fresh)
+        # The derived views (index, image counts, numpy rows) follow incremental updates.
+        self.snap.check_invariants()
+        self.snap.arrays()  # built now, so that later updates rewrite rows in place
+        assert self.snap.image_num_nodes == fresh.image_num_nodes
         assert sorted(ni.name for ni in self.snap.node_info_list) == sorted(self.cache.node_names())
         assert all(ni is self.snap.node_info_map[ni.name] for ni in self.snap.node_info_list)
         assert [ni.name for ni in self.snap.have_pods_with_affinity] == [

@@ -290,7 +290,8 @@ def test_a_filter_error_stops_like_a_cycle(monkeypatch: pytest.MonkeyPatch) -> N
     from scheduler.framework.plugins.nodeports import NodePorts
 
     monkeypatch.setattr(NodePorts, "filter", lambda *_: Status.error("boom"))
-    c = Cluster(node("n1").obj(), make_pod("p").priority(5).obj())
+    # A host port: NodePorts' PreFilter skips its Filter for a pod without one.
+    c = Cluster(node("n1").obj(), make_pod("p").priority(5).host_port(8080).obj())
     e = c.explain("default/p")
     assert verdicts(e) == {"n1": (False, "NodePorts", ("boom",))}
     assert e.nodes[0].code == "Error"

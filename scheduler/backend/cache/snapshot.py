@@ -136,8 +136,8 @@ class NodeArrays:
 
 class Snapshot:
     __slots__ = (
-        "_anti_index",
         "_affinity_index",
+        "_anti_index",
         "_arrays",
         "_index",
         "generation",

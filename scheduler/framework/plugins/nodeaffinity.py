@@ -39,6 +39,7 @@ def pod_matches_node(pod: PodInfo, node: NodeRecord) -> bool:
 
 class NodeAffinity:
     name = names.NODE_AFFINITY
+    node_only_filter = True  # Filter reads the pod and the node record only
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

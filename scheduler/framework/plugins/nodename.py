@@ -25,6 +25,7 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = names.NODE_NAME
+    node_only_filter = True  # Filter reads the pod and the node record only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         if not pod.node_name or pod.node_name == node_info.name:

@@ -30,6 +30,7 @@ def _tolerated(pod: PodInfo) -> bool:
 
 class NodeUnschedulable:
     name = names.NODE_UNSCHEDULABLE
+    node_only_filter = True  # Filter reads the pod and the node record only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         node = node_info.node

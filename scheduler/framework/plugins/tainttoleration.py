@@ -45,6 +45,7 @@ def find_untolerated_taint(
 
 class TaintToleration:
     name = names.TAINT_TOLERATION
+    node_only_filter = True  # Filter reads the pod and the node record only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         node = node_info.node

@@ -60,10 +60,19 @@ def insufficient_resources(
     req: Resource, ni: NodeInfo, ignored: frozenset[str] = frozenset()
 ) -> list[InsufficientResource]:
     """Every way in which the pod does not fit (upstream's ``fitsRequest``)."""
+    return insufficient_amounts(req, ni.allocatable, ni.requested, len(ni.pods), ignored)
+
+
+def insufficient_amounts(
+    req: Resource,
+    alloc: Resource,
+    used: Resource,
+    npods: int,
+    ignored: frozenset[str] = frozenset(),
+) -> list[InsufficientResource]:
+    """``insufficient_resources`` of a node given by its allocatable, the sum of its pods'
+    requests and their number."""
     out: list[InsufficientResource] = []
-    alloc = ni.allocatable
-    used = ni.requested
-    npods = len(ni.pods)
     if npods + 1 > alloc.allowed_pod_number:
         out.append(
             InsufficientResource("pods", "Too many pods", 1, npods, alloc.allowed_pod_number, False)
@@ -114,6 +123,36 @@ def insufficient_resources(
         if q > cap - have:
             out.append(InsufficientResource(name, f"Insufficient {name}", q, have, cap, q > cap))
     return out
+
+
+def fits_amounts(
+    req: Resource,
+    alloc: Resource,
+    used: Resource,
+    npods: int,
+    ignored: frozenset[str] = frozenset(),
+) -> bool:
+    """``not insufficient_amounts(...)``, without building the list (the same checks in
+    the same order; preemption's dry run asks this many times per node)."""
+    if npods + 1 > alloc.allowed_pod_number:
+        return False
+    if not (req.milli_cpu or req.memory or req.ephemeral_storage or req.scalar):
+        return True
+    if req.milli_cpu and req.milli_cpu > alloc.milli_cpu - used.milli_cpu:
+        return False
+    if req.memory and req.memory > alloc.memory - used.memory:
+        return False
+    if (
+        req.ephemeral_storage
+        and req.ephemeral_storage > alloc.ephemeral_storage - used.ephemeral_storage
+    ):
+        return False
+    for name, q in req.scalar.items():
+        if not q or name in ignored:
+            continue
+        if q > alloc.scalar.get(name, 0) - used.scalar.get(name, 0):
+            return False
+    return True
 
 
 def _requested_grew(req: Resource, old: NodeRecord, new: NodeRecord) -> bool:
@@ -269,19 +308,26 @@ class NodeResourcesFit:
 
     # ------------------------------------------------------------------ filter
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        return self.filter_amounts(
+            state, pod, node_info.allocatable, node_info.requested, len(node_info.pods)
+        )
+
+    def filter_amounts(
+        self, state: CycleState, pod: PodInfo, alloc: Resource, used: Resource, num_pods: int
+    ) -> Status:
+        """``filter`` of a node given by its allocatable, the sum of its pods' requests and
+        their number (all this plugin reads of a node: preemption's dry run uses it)."""
         # Fast path: the common all-fits case without building a list.
-        alloc = node_info.allocatable
-        used = node_info.requested
         req = pod.requests
         if (
-            len(node_info.pods) < alloc.allowed_pod_number
+            num_pods < alloc.allowed_pod_number
             and req.milli_cpu <= alloc.milli_cpu - used.milli_cpu
             and req.memory <= alloc.memory - used.memory
             and req.ephemeral_storage <= alloc.ephemeral_storage - used.ephemeral_storage
             and not req.scalar
         ):
             return SUCCESS
-        bad = insufficient_resources(req, node_info, self.ignored)
+        bad = insufficient_amounts(req, alloc, used, num_pods, self.ignored)
         if not bad:
             return SUCCESS
         code = (
@@ -308,6 +354,12 @@ class NodeResourcesFit:
             & (a.alloc_eph - a.req_eph >= req.ephemeral_storage)
         )
         return mask
+
+    def fits_amounts(
+        self, state: CycleState, pod: PodInfo, alloc: Resource, used: Resource, num_pods: int
+    ) -> bool:
+        """``filter_amounts(...).is_success()``, cheaper."""
+        return fits_amounts(pod.requests, alloc, used, num_pods, self.ignored)
 
     # ------------------------------------------------------------------ score
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
@@ -350,9 +402,7 @@ class NodeResourcesFit:
             valid = cap != 0
             safe_cap = np.where(valid, cap, 1)
             if self.strategy == LEAST_ALLOCATED:
-                s = np.where(
-                    requested > cap, 0, (cap - requested) * MAX_NODE_SCORE // safe_cap
-                )
+                s = np.where(requested > cap, 0, (cap - requested) * MAX_NODE_SCORE // safe_cap)
             elif self.strategy == MOST_ALLOCATED:
                 s = np.minimum(requested, cap) * MAX_NODE_SCORE // safe_cap
             else:

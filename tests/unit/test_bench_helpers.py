@@ -1,0 +1,251 @@
+"""benchmarks/bench_helpers.py: the pure part of the cluster benchmark (statistics, ratios
+against the issue's targets, profile folding, the markdown report). No cluster, no clock."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load() -> ModuleType:
+    """benchmarks/ is not a package: load bench_helpers.py by path."""
+    if "bench_helpers" in sys.modules:
+        return sys.modules["bench_helpers"]
+    path = REPO_ROOT / "benchmarks" / "bench_helpers.py"
+    spec = importlib.util.spec_from_file_location("bench_helpers", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_helpers"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+H = _load()
+
+
+@pytest.mark.parametrize(
+    ("values", "q", "want"),
+    [
+        pytest.param([], 50, None, id="no values"),
+        pytest.param([7.0], 99, 7.0, id="one value"),
+        pytest.param([1.0, 2.0, 3.0, 4.0], 50, 2.5, id="median interpolates"),
+        pytest.param([4.0, 1.0, 3.0, 2.0], 0, 1.0, id="unsorted, minimum"),
+        pytest.param([4.0, 1.0, 3.0, 2.0], 100, 4.0, id="maximum"),
+        pytest.param([float(i) for i in range(1, 101)], 99, 99.01, id="p99 of 1..100"),
+    ],
+)
+def test_percentile(values: list[float], q: float, want: float | None) -> None:
+    got = H.percentile(values, q)
+    if want is None:
+        assert got is None
+    else:
+        assert got == pytest.approx(want)
+
+
+def test_percentile_rejects_out_of_range() -> None:
+    with pytest.raises(ValueError):
+        H.percentile([1.0], 101)
+
+
+def test_summarize() -> None:
+    s = H.summarize([0.1, 0.2, 0.3, 0.4, 1.0])
+    assert s == {"count": 5, "mean": 0.4, "p50": 0.3, "p90": 0.76, "p99": 0.976, "max": 1.0}
+    assert H.summarize([])["p50"] is None
+
+
+def test_quantile_sketch_and_cdf() -> None:
+    values = [float(i) for i in range(11)]
+    sketch = H.quantile_sketch(values, points=3)
+    assert sketch == [0.0, 5.0, 10.0]
+    xs, ys = H.cdf_xy(sketch)
+    assert xs == [0.0, 5.0, 10.0]
+    assert ys == [0.0, 0.5, 1.0]
+    assert H.cdf_xy([]) == ([], [])
+    assert H.cdf_xy([2.0]) == ([2.0], [1.0])
+    assert H.quantile_sketch([]) == []
+
+
+def test_completion_curve_keeps_the_last_point() -> None:
+    times = [100.0 + i for i in range(10)]
+    assert H.completion_curve(times, 100.0, max_points=3) == [(3.0, 4), (7.0, 8), (9.0, 10)]
+    assert H.completion_curve([], 0.0) == []
+    assert H.completion_curve([5.0, 3.0], 1.0) == [(2.0, 1), (4.0, 2)]
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        pytest.param("1970-01-01T00:00:10Z", 10.0, id="Z"),
+        pytest.param("1970-01-01T00:00:10.5Z", 10.5, id="fractions"),
+        pytest.param("1970-01-01T01:00:10+01:00", 10.0, id="offset"),
+        pytest.param("", None, id="empty"),
+        pytest.param(None, None, id="missing"),
+    ],
+)
+def test_parse_time(text: str | None, want: float | None) -> None:
+    assert H.parse_time(text) == want
+
+
+def test_ratio() -> None:
+    assert H.ratio(3.0, 2.0) == 1.5
+    assert H.ratio(1.0, 3.0, 3) == 0.333
+    assert H.ratio(None, 2.0) is None
+    assert H.ratio(2.0, 0.0) is None
+
+
+@pytest.mark.parametrize(
+    ("message", "want"),
+    [
+        pytest.param("Preempted by pod abc-123 on node n1", ("abc-123", "n1"), id="v1.37"),
+        pytest.param("Preempted by abc-123 on node n1", ("abc-123", "n1"), id="older upstream"),
+        pytest.param("Scheduled to n1", None, id="other event"),
+    ],
+)
+def test_parse_preempted_message(message: str, want: tuple[str, str] | None) -> None:
+    assert H.parse_preempted_message(message) == want
+
+
+def test_victims_summary() -> None:
+    s = H.victims_summary({"a": 3, "b": 3, "c": 4}, preemptors=3, needed=3)
+    assert s["victims_from_events"] == 10
+    assert s["max_victims_for_one_preemptor"] == 4
+    assert s["preemptors_over_needed"] == 1
+    assert s["histogram"] == {"3": 2, "4": 1}
+    assert s["victims_per_preemptor"] == 3.333
+
+
+def _run(scenario: str, mode: str, sched: str, **metrics: Any) -> dict[str, Any]:
+    return {
+        "scenario": scenario,
+        "size": "large",
+        "qps_mode": mode,
+        "scheduler": sched,
+        "complete": True,
+        **metrics,
+    }
+
+
+RUNS = [
+    _run("throughput", "defaults", H.KUBE, pods_per_second=50.0, vmhwm_kib=100 * 1024),
+    _run("throughput", "defaults", H.PY, pods_per_second=40.0, vmhwm_kib=120 * 1024),
+    _run("throughput", "equal", H.KUBE, pods_per_second=200.0, vmhwm_kib=110 * 1024),
+    _run("throughput", "equal", H.PY, pods_per_second=180.0, vmhwm_kib=200 * 1024),
+    _run(
+        "preemption",
+        "equal",
+        H.KUBE,
+        completion_seconds=40.0,
+        victims_per_preemptor=3.0,
+        max_victims_per_preemptor=3,
+    ),
+    _run(
+        "preemption",
+        "equal",
+        H.PY,
+        completion_seconds=45.0,
+        victims_per_preemptor=3.0,
+        max_victims_per_preemptor=3,
+    ),
+    {**_run("throughput", "equal", H.PY, pods_per_second=1.0, vmhwm_kib=999_999), "profiled": True},
+]
+
+
+def test_compute_ratios_against_the_targets() -> None:
+    by_key = {(r["name"], r["qps_mode"]): r for r in H.compute_ratios(RUNS)}
+    assert by_key[("throughput py/kube", "defaults")]["value"] == 0.8
+    assert by_key[("throughput py/kube", "defaults")]["met"] is False  # target >= 1.0
+    assert by_key[("throughput py/kube", "equal")]["value"] == 0.9
+    assert by_key[("throughput py/kube", "equal")]["met"] is True  # target >= 0.8
+    assert by_key[("preemption completion kube/py", "equal")]["value"] == 0.89
+    assert by_key[("preemption completion kube/py", "equal")]["met"] is True
+    assert by_key[("victims per preemptor py - kube", "equal")]["met"] is True
+    # The peak of each scheduler's throughput runs; the profiled run does not count.
+    assert by_key[("peak RSS py/kube", "all")]["value"] == pytest.approx(200 / 110, abs=0.01)
+    assert by_key[("peak RSS py/kube", "all")]["met"] is False
+    assert ("preemption completion kube/py", "defaults") not in by_key
+
+
+def test_incomplete_run_gives_no_verdict() -> None:
+    runs = [
+        _run("throughput", "equal", H.KUBE, pods_per_second=200.0),
+        {**_run("throughput", "equal", H.PY, pods_per_second=10.0), "complete": False},
+    ]
+    (tp,) = [r for r in H.compute_ratios(runs) if r["name"] == "throughput py/kube"]
+    assert tp["value"] is None
+    assert tp["met"] is None
+
+
+def test_more_victims_than_kube_fails() -> None:
+    runs = [
+        _run(
+            "preemption",
+            "equal",
+            H.KUBE,
+            completion_seconds=1.0,
+            victims_per_preemptor=3.0,
+            max_victims_per_preemptor=3,
+        ),
+        _run(
+            "preemption",
+            "equal",
+            H.PY,
+            completion_seconds=1.0,
+            victims_per_preemptor=3.0,
+            max_victims_per_preemptor=4,
+        ),
+    ]
+    (v,) = [r for r in H.compute_ratios(runs) if r["name"].startswith("victims")]
+    assert v["met"] is False
+
+
+def test_fold_profile() -> None:
+    lines = [
+        "process 1:python;main (scheduler/cli.py:10);loop (asyncio/base_events.py:5);"
+        "select (selectors.py:1) 6",
+        "main (/work/main/scheduler/cli.py:10);schedule_one (scheduler/schedule_one.py:3);"
+        "fit (scheduler/framework/plugins/fit.py:7) 3",
+        "main (scheduler/cli.py:10);schedule_one (scheduler/schedule_one.py:4) 1",
+        "garbage line",
+        "",
+    ]
+    folded = H.fold_profile(lines, top=3)
+    assert folded["samples"] == 10
+    assert folded["self"][0] == {"function": "select (selectors.py)", "samples": 6, "percent": 60.0}
+    assert {r["area"]: r["samples"] for r in folded["areas"]} == {
+        "selectors": 6,
+        "scheduler/framework/plugins/fit.py": 3,
+        "scheduler/schedule_one.py": 1,
+    }
+    inclusive = {r["function"]: r["samples"] for r in folded["inclusive"]}
+    assert inclusive["main (scheduler/cli.py)"] == 10
+    assert inclusive["schedule_one (scheduler/schedule_one.py)"] == 4
+
+
+def test_render_markdown() -> None:
+    results = {
+        "meta": {"date": "2026-01-01", "machine": {"cores": 2}, "versions": {"KUBE": "v1"}},
+        "runs": RUNS,
+        "profile": {
+            "tool": "py-spy",
+            "samples": 10,
+            "self": [{"function": "f (scheduler/x.py)", "samples": 5, "percent": 50.0}],
+            "areas": [{"area": "ssl", "samples": 5, "percent": 50.0}],
+            "inclusive": [],
+        },
+        "core": {"throughput": [{"nodes": 100, "pods_per_second": 900.5}], "date": "x"},
+    }
+    md = H.render_markdown(results)
+    assert md.startswith("# Cluster benchmarks")
+    assert "| throughput py/kube | large | defaults | 0.80 | >= 1.0 | no |" in md
+    assert "| large | equal | py-scheduler (profiled) |" in md
+    assert "## Preemption" in md
+    assert "`f (scheduler/x.py)`" in md
+    assert "| 100 | 900.50 |" in md
+    assert md.endswith("\n")

@@ -39,6 +39,7 @@ import datetime as dt
 import hashlib
 import http.client
 import importlib.util
+import io
 import json
 import os
 import platform
@@ -49,6 +50,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import tarfile
 import tempfile
 import threading
 import time
@@ -351,10 +353,21 @@ class PodWatch:
     def count(self, group: str, what: str) -> int:
         return self.counts[(group, what)]
 
-    def wait_until(self, predicate: Callable[[], bool], timeout: float) -> bool:
+    def wait_until(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float,
+        proc: SchedulerProc | None = None,
+    ) -> bool:
+        """True once predicate holds; False after timeout. RuntimeError if proc exited."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while not predicate():
+                if proc is not None and not proc.alive:
+                    raise RuntimeError(
+                        f"{proc.label} exited with {proc.returncode} in the middle of the run; "
+                        f"see {proc.log_path}"
+                    )
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -425,6 +438,7 @@ class SchedulerProc:
     scheduler_name = ""
 
     def __init__(self, workdir: Path, kubeconfig: Path, qps: int | None) -> None:
+        self.env: dict[str, str] | None = None  # None: this process's environment
         self.workdir = workdir
         self.kubeconfig = kubeconfig
         self.qps = qps  # None: the shipped defaults
@@ -455,6 +469,7 @@ class SchedulerProc:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 cwd=self.workdir,
+                env=self.env,
                 start_new_session=True,
             )
         deadline = time.monotonic() + timeout
@@ -468,6 +483,14 @@ class SchedulerProc:
                     return
             time.sleep(0.2)
         raise RuntimeError(f"{self.label} not ready after {timeout:.0f}s; see {self.log_path}")
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.returncode
 
     def vmhwm_kib(self) -> int | None:
         return None if self.proc is None else proc_status_kib(self.proc.pid, "VmHWM")
@@ -526,10 +549,18 @@ class PySchedulerProc(SchedulerProc):
     scheduler_name = "py-scheduler"
 
     def __init__(
-        self, workdir: Path, kubeconfig: Path, qps: int | None, cprofile_out: Path | None = None
+        self,
+        workdir: Path,
+        kubeconfig: Path,
+        qps: int | None,
+        cprofile_out: Path | None = None,
+        source: Path | None = None,
     ) -> None:
         super().__init__(workdir, kubeconfig, qps)
         self.cprofile_out = cprofile_out
+        self.source = source  # a snapshot holding scheduler/, run instead of the work tree
+        if source is not None:
+            self.env = {**os.environ, "PYTHONPATH": str(source)}
         self.config: dict[str, Any] = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
@@ -564,7 +595,7 @@ class PySchedulerProc(SchedulerProc):
                 *args,
             ]
         exe = Path(sys.executable).parent / "py-scheduler"
-        if exe.exists():
+        if exe.exists() and self.source is None:
             return [str(exe), *args]
         return [sys.executable, "-m", "scheduler", *args]
 
@@ -723,6 +754,7 @@ class Bench:
         self.kubeconfig: Path | None = None
         self.work: Path | None = None
         self.seq = 0
+        self.py_source: Path | None = None
 
     # ---------------------------------------------------------------- cluster
     def up(self) -> None:
@@ -749,6 +781,8 @@ class Bench:
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True, exist_ok=True)
         self.results["meta"]["logs"] = str(self.work)
+        if self.args.py_source != "worktree":
+            self.py_source = snapshot_scheduler(self.args.py_source, self.work / "py-source")
         log(f"control plane up in {time.monotonic() - started:.0f}s (state {state_dir})")
 
     def down(self) -> None:
@@ -889,7 +923,7 @@ class Bench:
         if which == H.KUBE:
             proc = KubeSchedulerProc(run_dir, self.kubeconfig, qps, self.bin_dir)
         else:
-            proc = PySchedulerProc(run_dir, self.kubeconfig, qps, cprofile_out)
+            proc = PySchedulerProc(run_dir, self.kubeconfig, qps, cprofile_out, self.py_source)
         proc.start()
         return proc
 
@@ -899,7 +933,7 @@ class Bench:
         self.client.request(
             "POST", f"/api/v1/namespaces/{ns}/pods", pod_body(name, proc.scheduler_name)
         )
-        if not watch.wait_until(lambda: watch.count("warmup", "bound") >= 1, 180):
+        if not watch.wait_until(lambda: watch.count("warmup", "bound") >= 1, 180, proc):
             raise RuntimeError(f"{proc.label} did not bind the warm-up pod; see {proc.log_path}")
         self.client.request(
             "DELETE",
@@ -954,7 +988,7 @@ class Bench:
             sent = self.create_pods(ns, bodies)
             created = time.time()
             timeout = self.args.timeout or (120 + pods / 5)
-            complete = watch.wait_until(lambda: watch.count("tp", "bound") >= pods, timeout)
+            complete = watch.wait_until(lambda: watch.count("tp", "bound") >= pods, timeout, proc)
             record["loadavg_after"] = loadavg()
             record["vmhwm_kib"] = proc.vmhwm_kib()
             cpu1 = proc.cpu_seconds()
@@ -1051,7 +1085,7 @@ class Bench:
                 sent[body["metadata"]["name"]] = time.time()
                 self.client.request("POST", f"/api/v1/namespaces/{ns}/pods", body)
             timeout = self.args.timeout or (300 + n / rate)
-            complete = watch.wait_until(lambda: watch.count("high", "bound") >= n, timeout)
+            complete = watch.wait_until(lambda: watch.count("high", "bound") >= n, timeout, proc)
             done = time.time()
             # Victims still being deleted for the last preemptors: let them settle.
             watch.wait_quiet("deleting", 3.0, 30.0)
@@ -1139,7 +1173,7 @@ class Bench:
         meta = self.results["meta"]
         meta.update(
             date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-            revision=git_revision(),
+            revision=git_revision() if args.py_source == "worktree" else _rev_parse(args.py_source),
             machine=machine_info(),
             versions=localcluster.read_versions(),
             loadavg_start=loadavg(),
@@ -1159,11 +1193,7 @@ class Bench:
                     order = scheds if k % 2 == 0 else list(reversed(scheds))
                     for scenario in scenarios:
                         for which in order:
-                            if scenario == "throughput":
-                                rec = self.throughput(size, mode, which)
-                            else:
-                                rec = self.preemption(size, mode, which)
-                            self.results["runs"].append(rec)
+                            self.results["runs"].append(self._one(scenario, size, mode, which))
                             self.save()
             tool = self._profile_tool()
             if tool and "throughput" in scenarios and H.PY in scheds:
@@ -1178,6 +1208,31 @@ class Bench:
             meta["loadavg_end"] = loadavg()
             self.save()
             self.down()
+
+    def _one(self, scenario: str, size: Size, mode: str, which: str) -> dict[str, Any]:
+        """One run; a failure (e.g. the scheduler crashed) is recorded and the bench goes on."""
+        try:
+            if scenario == "throughput":
+                return self.throughput(size, mode, which)
+            return self.preemption(size, mode, which)
+        except Exception as err:
+            log(f"run failed: {err}")
+            self.drop_bench_namespaces()
+            return {
+                "scenario": scenario,
+                "size": size.name,
+                "qps_mode": mode,
+                "scheduler": which,
+                "complete": False,
+                "error": str(err),
+            }
+
+    def drop_bench_namespaces(self) -> None:
+        items, _ = self.client.list_all("/api/v1/namespaces", labelSelector=f"bench={BENCH_LABEL}")
+        for ns in items:
+            name = ns["metadata"]["name"]
+            if not ns["metadata"].get("deletionTimestamp"):
+                self.drop_namespace(name)
 
     def _profile_tool(self) -> str:
         if self.args.profile == "off":
@@ -1226,6 +1281,33 @@ class Bench:
             ],
             "inclusive": [],
         }
+
+
+def _rev_parse(rev: str) -> str:
+    with contextlib.suppress(OSError, subprocess.CalledProcessError):
+        return subprocess.run(
+            ["git", "rev-parse", "--short", rev],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    return rev
+
+
+def snapshot_scheduler(rev: str, dest: Path) -> Path:
+    """scheduler/ as of git revision `rev`, extracted into dest (a PYTHONPATH entry)."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", rev, "scheduler"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout
+    dest.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    log(f"py-scheduler runs from scheduler/ of {rev} ({dest})")
+    return dest
 
 
 def _server_latency(pod: Mapping[str, Any]) -> float | None:
@@ -1305,7 +1387,10 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
         return list(dict.fromkeys(seen))
 
     def label(size: str, mode: str) -> str:
-        nodes = {r["nodes"] for r in runs if r["size"] == size and r["scenario"] == "throughput"}
+        nodes = {
+            r.get("nodes") for r in runs if r["size"] == size and r["scenario"] == "throughput"
+        }
+        nodes.discard(None)
         where = f"{size} ({next(iter(nodes))} nodes)" if len(nodes) == 1 else size
         return f"{where}, {'5000 QPS' if mode == 'equal' else 'default QPS'}"
 
@@ -1415,8 +1500,9 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
                     )
                     arrivals_drawn = True
             nodes = {
-                r["nodes"] for r in runs if r["size"] == size and r["scenario"] == "preemption"
+                r.get("nodes") for r in runs if r["size"] == size and r["scenario"] == "preemption"
             }
+            nodes.discard(None)
             mode_text = "5000 QPS" if mode == "equal" else "default QPS"
             ax.set_title(f"{size} ({', '.join(map(str, nodes))} nodes), {mode_text}", fontsize=9)
             ax.set_xlabel("seconds since the first preemptor", fontsize=8)
@@ -1484,6 +1570,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--core-json", help="benchmarks/core_bench.py's --json, to report as well")
     ap.add_argument("--profile", choices=("auto", "off"), default="auto")
     ap.add_argument("--py-spy", default="", help="py-spy executable (default: from PATH/venv)")
+    ap.add_argument(
+        "--py-source",
+        default="worktree",
+        help="py-scheduler's code: the work tree (default) or a git revision (e.g. HEAD) "
+        "extracted to a snapshot, so that edits made during a long run do not change it",
+    )
     ap.add_argument("--state-dir", help="reuse this control plane state dir (kept running)")
     ap.add_argument("--keep-cluster", action="store_true", help="do not stop the control plane")
     ap.add_argument(
@@ -1503,8 +1595,16 @@ def wait_quiet(threshold: float, max_wait: float = 600.0) -> None:
         time.sleep(30)
 
 
+def _interrupt(signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    # SIGTERM, and SIGINT even when started in the background (where it is ignored), end the
+    # run early but still write the report of what was measured and stop the control plane.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
     if args.replot:
         out_dir = Path(args.replot)
         results = json.loads((out_dir / "results.json").read_text())

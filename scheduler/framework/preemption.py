@@ -382,10 +382,10 @@ class Evaluator:
         if not potential:
             return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
         alloc = node_info.allocatable
+        num_pods = len(node_info.pods) - len(potential)
         used = node_info.requested.copy()
         for p in potential:
             used.sub(p.requests)
-        num_pods = len(node_info.pods) - len(potential)
         for plugin, amounts in plan:
             if amounts is None:
                 st = plugin.filter(state, pod, node_info)  # reads the node record only
@@ -393,24 +393,27 @@ class Evaluator:
                 st = amounts.filter_amounts(state, pod, alloc, used, num_pods)
             if st is not SUCCESS and not st.is_success():
                 return [], 0, st.with_plugin(plugin.name)
-        by_amounts = [a for _, a in plan if a is not None]
+        fits = [a.fits_amounts for _, a in plan if a is not None]
         potential.sort(key=_importance_key)
         violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         num_violating = 0
         for is_violating, group in ((True, violating), (False, non_violating)):
             for p in group:
-                used.add(p.requests)
+                req = p.requests
+                used.add(req)
                 num_pods += 1
-                for a in by_amounts:
-                    if not a.fits_amounts(state, pod, alloc, used, num_pods):
-                        break
+                if len(fits) == 1:
+                    reprieved = fits[0](state, pod, alloc, used, num_pods)
                 else:
-                    continue  # fits with p back: reprieved
-                used.sub(p.requests)
+                    reprieved = all(f(state, pod, alloc, used, num_pods) for f in fits)
+                if reprieved:
+                    continue
+                used.sub(req)
                 num_pods -= 1
                 victims.append(p)
-                num_violating += is_violating
+                if is_violating:
+                    num_violating += 1
         if violating and non_violating:
             victims.sort(key=_importance_key)
         return victims, num_violating, Status()
@@ -430,9 +433,10 @@ class Evaluator:
         n = len(potential)
         plan = self._amounts_plan(state) if self.fast_dry_run else None
         nom = self.framework.nominator
+        with_nominated = set(nom.nodes_with_nominated_pods()) if nom is not None else set()
         for i in range(n):
             ni = potential[(offset + i) % n]
-            if plan is not None and (nom is None or not nom.nominated_pods_for_node(ni.name)):
+            if plan is not None and ni.name not in with_nominated:
                 victims, num_pdb, st = self._select_victims_by_amounts(state, pod, ni, pdbs, plan)
             else:
                 victims, num_pdb, st = self.select_victims_on_node(

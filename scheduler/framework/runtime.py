@@ -367,7 +367,8 @@ class Framework:
     ) -> Int64Array | None:
         """``run_score``'s totals for the nodes ``snapshot.node_info_list[rows]``, in that
         order: plugins with ``score_batch`` score them in bulk, the others one by one.
-        None if a score leaves the range where int64 sums are exact (use ``run_score``)."""
+        None if a score is not an int in the range where int64 sums are exact (then use
+        ``run_score``)."""
         totals = np.zeros(len(rows), dtype=np.int64)
         nodes: list[NodeInfo] | None = None
         for w in self.score_plugins:
@@ -387,7 +388,9 @@ class Framework:
                     nodes = [snapshot.node_info_list[i] for i in rows.tolist()]
                 scores = [p.score(state, pod, ni) for ni in nodes]
                 p.normalize_scores(state, pod, scores)
-                if any(not -_SCORE_LIMIT < s < _SCORE_LIMIT for s in scores):
+                if any(
+                    not isinstance(s, int) or not -_SCORE_LIMIT < s < _SCORE_LIMIT for s in scores
+                ):
                     return None
                 col = np.array(scores, dtype=np.int64)
             if len(col) and int(np.abs(col).max()) * abs(w.weight) >= _SCORE_LIMIT:

@@ -253,6 +253,7 @@ def _cache_node(name: str, variant: int) -> NodeRecord:
     b = make_node(name).alloc(cpu=str(4 * (variant + 1)), memory="8Gi", pods=110)
     if variant:  # images and taints: the snapshot's image counts and array flags follow
         b.image("shared:1", 1000).image(f"own-{name}:1", 10).taint("soft", "", "PreferNoSchedule")
+        b.label("disk", "ssd")
     return b.record()
 
 
@@ -381,6 +382,7 @@ class CacheMachine(RuleBasedStateMachine):
         # The derived views (index, image counts, numpy rows) follow incremental updates.
         self.snap.check_invariants()
         self.snap.arrays()  # built now, so that later updates rewrite rows in place
+        self.snap.label_mask("disk", "ssd")  # likewise
         assert self.snap.image_num_nodes == fresh.image_num_nodes
         assert sorted(ni.name for ni in self.snap.node_info_list) == sorted(self.cache.node_names())
         assert all(ni is self.snap.node_info_map[ni.name] for ni in self.snap.node_info_list)

@@ -15,6 +15,8 @@ Besides the NodeInfos it keeps two derived views, both in step with ``node_info_
   lazily after a list rebuild (O(nodes)); ``swap_in`` rewrites one row (O(1)).
 - ``image_num_nodes``: on how many listed nodes each image name is present (ImageLocality's
   spread; upstream's ``ImageStateSummary.NumNodes``).
+- ``label_mask(key, value)``: which listed nodes carry a label (nodeSelector in bulk),
+  computed on first use and kept in step by ``swap_in`` until the next rebuild.
 
 Invariant (``check_invariants``): the NodeInfos of a snapshot are never mutated in place
 (the cache swaps in fresh clones), so both views describe exactly what the lists hold.
@@ -22,7 +24,7 @@ Invariant (``check_invariants``): the NodeInfos of a snapshot are never mutated 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -30,6 +32,9 @@ import numpy.typing as npt
 from scheduler.types import NodeInfo
 
 __all__ = ["EXACT_LIMIT", "BoolArray", "Int64Array", "IntpArray", "NodeArrays", "Snapshot"]
+
+# At most this many label masks are cached (a new one beyond it clears the cache).
+_MAX_LABEL_MASKS = 256
 
 # Values at or above this stay out of the arrays (the node is marked inexact): sums of two
 # of them stay below 2**53, where int64 products by 100 and float64 quotients are exact.
@@ -86,6 +91,11 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     return (ints if exact else _ZERO_INTS), flags
 
 
+def _labels(ni: NodeInfo) -> Mapping[str, str]:
+    assert ni.node is not None, "only real nodes are listed"
+    return ni.node.labels
+
+
 class NodeArrays:
     """Columns over a snapshot's ``node_info_list`` (see the module docstring). Ints are
     int64: cpu in millicores, memory and ephemeral storage in bytes; ``nz_*`` are the
@@ -140,6 +150,7 @@ class Snapshot:
         "_anti_index",
         "_arrays",
         "_index",
+        "_label_masks",
         "generation",
         "have_pods_with_affinity",
         "have_pods_with_required_anti_affinity",
@@ -161,6 +172,7 @@ class Snapshot:
         self._affinity_index: dict[str, int] = {}
         self._anti_index: dict[str, int] = {}
         self._arrays: NodeArrays | None = None
+        self._label_masks: dict[tuple[str, str], BoolArray] = {}
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
@@ -192,6 +204,7 @@ class Snapshot:
                 images[name] = images.get(name, 0) + 1
         self.image_num_nodes = images
         self._arrays = None
+        self._label_masks = {}
 
     def swap_in(self, new: NodeInfo) -> None:
         """Replace the listed NodeInfo of the same name by ``new`` (already in the map), in
@@ -221,12 +234,32 @@ class Snapshot:
                     images[img] = images.get(img, 0) + 1
         if self._arrays is not None:
             self._arrays.set_row(i, new)
+        if self._label_masks and old.node is not new.node:
+            assert new.node is not None
+            labels = new.node.labels
+            for (key, value), mask in self._label_masks.items():
+                mask[i] = labels.get(key) == value
 
     def arrays(self) -> NodeArrays:
         """The numeric columns of ``node_info_list`` (built on first use after a rebuild)."""
         if self._arrays is None:
             self._arrays = NodeArrays(self.node_info_list)
         return self._arrays
+
+    def label_mask(self, key: str, value: str) -> BoolArray:
+        """True at the rows of ``node_info_list`` whose node has label ``key=value``.
+        Shared: read it, never write it. O(nodes) on first use, then O(1)."""
+        mask = self._label_masks.get((key, value))
+        if mask is None:
+            if len(self._label_masks) >= _MAX_LABEL_MASKS:
+                self._label_masks.clear()
+            mask = np.fromiter(
+                (_labels(ni).get(key) == value for ni in self.node_info_list),
+                dtype=np.bool_,
+                count=len(self.node_info_list),
+            )
+            self._label_masks[key, value] = mask
+        return mask
 
     def position(self, name: str) -> int | None:
         """The row of node ``name`` in ``node_info_list`` (None: not listed). O(1)."""
@@ -257,3 +290,6 @@ class Snapshot:
         if self._arrays is not None:
             for i, ni in enumerate(self.node_info_list):
                 self._arrays.check_row(i, ni)
+        for (key, value), mask in self._label_masks.items():
+            want = [_labels(ni).get(key) == value for ni in self.node_info_list]
+            assert mask.tolist() == want, f"label mask {key}={value} drifts"

@@ -808,17 +808,29 @@ class Bench:
             "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body, allow=(409,)
         )
 
-    def delete_bench_nodes(self, timeout: float = 180.0) -> None:
-        selector = f"bench={BENCH_LABEL}"
-        nodes, _ = self.client.list_all("/api/v1/nodes", labelSelector=selector)
-        if not nodes:
-            return
-        self.client.request("DELETE", "/api/v1/nodes", query={"labelSelector": selector})
+    def _delete_all(self, path: str, timeout: float, **query: str) -> bool:
+        """DELETE every object a LIST of path returns, one call each from a few threads (a
+        DELETE of the whole collection times out at 5000 pods); True once none is left."""
+        grace = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
         deadline = time.monotonic() + timeout
-        while self.client.list_all("/api/v1/nodes", labelSelector=selector)[0]:
+        while True:
+            items, _ = self.client.list_all(path, **query)
+            # Terminating ones too: a DELETE with grace 0 ends their grace period now.
+            names = [i["metadata"]["name"] for i in items]
+            if not items:
+                return True
             if time.monotonic() > deadline:
-                raise RuntimeError("old benchmark nodes were not deleted in time")
+                return False
+
+            def delete(name: str) -> None:
+                self.client.request("DELETE", f"{path}/{name}", grace, allow=(404, 409))
+
+            self._parallel(delete, names, self.args.client_threads)
             time.sleep(0.5)
+
+    def delete_bench_nodes(self, timeout: float = 300.0) -> None:
+        if not self._delete_all("/api/v1/nodes", timeout, labelSelector=f"bench={BENCH_LABEL}"):
+            raise RuntimeError("old benchmark nodes were not deleted in time")
 
     def fresh_nodes(self, count: int, run_id: str, timeout: float = 300.0) -> list[str]:
         self.delete_bench_nodes()
@@ -861,20 +873,14 @@ class Bench:
             time.sleep(0.2)
 
     def drop_namespace(self, ns: str) -> None:
-        """Pods gone at once (grace 0), then the namespace (its deletion is not waited for)."""
-        self.client.request(
-            "DELETE",
-            f"/api/v1/namespaces/{ns}/pods",
-            {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0},
-            allow=(404,),
-        )
-        self.client.request("DELETE", f"/api/v1/namespaces/{ns}", allow=(404, 409))
-        deadline = time.monotonic() + 120
-        while self.client.list_all(f"/api/v1/namespaces/{ns}/pods")[0]:
-            if time.monotonic() > deadline:
-                log(f"warning: pods of {ns} still there after 120s")
-                return
-            time.sleep(0.5)
+        """Pods gone at once (grace 0), then the namespace (its deletion is not waited for).
+        Best effort: a cleanup failure is logged, it never loses a measurement."""
+        try:
+            if not self._delete_all(f"/api/v1/namespaces/{ns}/pods", 600):
+                log(f"warning: pods of {ns} still there after 600s")
+            self.client.request("DELETE", f"/api/v1/namespaces/{ns}", allow=(404, 409))
+        except (ApiError, OSError, http.client.HTTPException) as err:
+            log(f"warning: cleaning up {ns}: {err}")
 
     @staticmethod
     def _parallel(fn: Callable[[Any], None], items: Sequence[Any], threads: int) -> None:
@@ -1110,9 +1116,13 @@ class Bench:
         over_nodes = sum(1 for node, c in victims_on.items() if c > 3 * preemptors_on.get(node, 0))
         events = self._preempted_events(ns)
         uid_to_name = {r.uid: k for k, r in highs.items()}
+        # Distinct victims per preemptor: a Preempted event posted twice for one pod (e.g. a
+        # second attempt while the victims still terminate) is not a second victim.
+        distinct = set(events)
         by_preemptor: Counter[str] = Counter()
-        for uid in events:
+        for uid, _victim in distinct:
             by_preemptor[uid_to_name.get(uid, uid)] += 1
+        beyond = sum(max(0, c - 3 * preemptors_on.get(node, 0)) for node, c in victims_on.items())
         summary = H.victims_summary(by_preemptor, len(bound_times) or n, needed=3)
         record.update(
             complete=complete,
@@ -1123,7 +1133,9 @@ class Bench:
             victims_per_preemptor=H.ratio(len(victims), len(bound_times) or None, 3),
             max_victims_per_preemptor=summary["max_victims_for_one_preemptor"],
             preemptors_over_needed=summary["preemptors_over_needed"],
-            preempted_events=summary["victims_from_events"],
+            preempted_events=len(events),
+            duplicate_preempted_events=len(events) - len(distinct),
+            victims_beyond_need=beyond,
             victims_histogram=summary["histogram"],
             nodes_over_preempted=over_nodes,
             victims_on_nodes_without_preemptor=wasted,
@@ -1145,17 +1157,18 @@ class Bench:
         )
         return record
 
-    def _preempted_events(self, ns: str) -> list[str]:
-        """The preemptor uid of every Preempted event in the namespace."""
+    def _preempted_events(self, ns: str) -> list[tuple[str, str]]:
+        """(preemptor uid, victim name) of every Preempted event in the namespace."""
         items, _ = self.client.list_all(f"/api/v1/namespaces/{ns}/events")
-        uids: list[str] = []
+        out: list[tuple[str, str]] = []
         for ev in items:
             if ev.get("reason") != "Preempted":
                 continue
             parsed = H.parse_preempted_message(str(ev.get("message") or ev.get("note") or ""))
+            victim = str((ev.get("involvedObject") or ev.get("regarding") or {}).get("name", ""))
             if parsed:
-                uids.extend([parsed[0]] * max(1, int(ev.get("count") or 1)))
-        return uids
+                out.extend([(parsed[0], victim)] * max(1, int(ev.get("count") or 1)))
+        return out
 
     # ---------------------------------------------------------------- driver
     def save(self) -> None:

@@ -251,3 +251,12 @@ def namespace(cluster: Cluster) -> Iterator[str]:
         except ApiException as err:
             if err.status != 404:
                 raise
+
+
+# The scheduler fixtures live in kit.py (which imports the names above); registering them
+# here, once, keeps each session-scoped fixture a single instance for the whole suite.
+# (Importing fixtures into several test modules would define one copy per module, and two
+# copies of the shared scheduler would then schedule the same pods.)
+from tests.e2e.kit import kit, py_scheduler, scheduler_workdir, spawn_scheduler  # noqa: E402
+
+__all__ = ["Cluster", "kit", "py_scheduler", "scheduler_workdir", "spawn_scheduler", "wait_for"]

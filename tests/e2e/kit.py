@@ -226,22 +226,36 @@ class Kit:
 
     def node_usage_ok(self, nodes: list[str]) -> bool:
         """Every node's summed cpu requests of non-terminal pods <= allocatable."""
+        return not self.overcommitted(nodes)
+
+    def overcommitted(self, nodes: list[str]) -> dict[str, list[str]]:
+        """Nodes whose summed cpu requests of non-terminal pods exceed allocatable, with
+        their pods (name, cpu, deletionTimestamp) for the failure message."""
         from scheduler.quantity import milli_value
 
         pods = self.core.list_pod_for_all_namespaces().items
+        bad: dict[str, list[str]] = {}
         for n in nodes:
             node = self.core.read_node(n)
             alloc = milli_value(node.status.allocatable["cpu"])
             used = 0
+            here: list[str] = []
             for p in pods:
                 if p.spec.node_name != n or p.status.phase in ("Succeeded", "Failed"):
                     continue
+                cpu = 0
                 for c in p.spec.containers:
                     req = (c.resources.requests or {}) if c.resources else {}
-                    used += milli_value(req.get("cpu", "0"))
+                    cpu += milli_value(req.get("cpu", "0"))
+                used += cpu
+                here.append(
+                    f"{p.metadata.namespace}/{p.metadata.name} cpu={cpu}m "
+                    f"deleting={p.metadata.deletion_timestamp} "
+                    f"sched={p.spec.scheduler_name} prio={p.spec.priority}"
+                )
             if used > alloc:
-                return False
-        return True
+                bad[n] = [f"used {used}m > {alloc}m", *here]
+        return bad
 
 
 def new_namespace(cluster: Cluster, prefix: str = "e2e") -> str:

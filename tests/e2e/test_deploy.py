@@ -32,12 +32,7 @@ from kubernetes.client.rest import ApiException
 from scheduler.kube.actions import LIST_PATHS
 from scheduler.operator import WATCHED
 from tests.e2e.conftest import REPO_ROOT, Cluster, localcluster, wait_for
-from tests.e2e.kit import (  # noqa: F401 (fixtures)
-    Kit,
-    kit,
-    py_scheduler,
-    scheduler_workdir,
-)
+from tests.e2e.kit import Kit
 from tests.e2e.procs import SchedulerProcess
 
 MANIFESTS = REPO_ROOT / "manifests"
@@ -148,7 +143,7 @@ def identity(
 
 def test_manifests_and_examples_pass_a_server_side_dry_run(
     kubectl: Kubectl,
-    kit: Kit,  # noqa: F811
+    kit: Kit,
 ) -> None:
     objs = _rendered(kubectl)
     assert sorted(o["kind"] for o in objs) == sorted(
@@ -242,7 +237,7 @@ def test_rbac_is_exactly_the_documented_rules(
     identity: Identity,
     cluster: Cluster,
     kubectl: Kubectl,
-    kit: Kit,  # noqa: F811
+    kit: Kit,
     tmp_path: Path,
 ) -> None:
     """Every watched kind (operator.WATCHED) is exactly what the cache LISTs (LIST_PATHS);
@@ -375,8 +370,8 @@ def _watch_until_bound(k: Kit, name: str, timeout: float) -> tuple[str, set[str]
 
 def test_scheduler_under_its_service_account_binds_and_preempts_with_leader_election(
     identity: Identity,
-    kit: Kit,  # noqa: F811
-    scheduler_workdir: Path,  # noqa: F811
+    kit: Kit,
+    scheduler_workdir: Path,
 ) -> None:
     """The ConfigMap's configuration (leader election on the Lease kube-system/py-scheduler)
     with the service account's token; only the profile name and the port are the test's."""
@@ -460,9 +455,9 @@ def _confined(obj: dict[str, Any], pod_spec: dict[str, Any], k: Kit) -> str:
 
 
 def test_examples_walkthrough_preempts_one_replica_for_the_high_priority_pod(
-    kit: Kit,  # noqa: F811
+    kit: Kit,
     kubectl: Kubectl,
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    py_scheduler: SchedulerProcess,
 ) -> None:
     """manifests/examples/README.md, step by step, on three 4-CPU kwok nodes as `make run`
     makes them, with the shared py-scheduler (profile py-scheduler, as in the examples)."""

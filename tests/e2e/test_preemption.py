@@ -6,14 +6,7 @@ from __future__ import annotations
 import time
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.kit import (  # noqa: F401 (fixtures)
-    Kit,
-    kit,
-    py_scheduler,
-    scheduler_workdir,
-    settle,
-    spawn_scheduler,
-)
+from tests.e2e.kit import Kit, settle
 from tests.e2e.procs import SchedulerProcess
 
 
@@ -26,8 +19,8 @@ def _fill(k: Kit, node: str, count: int, *, cpu: str, prefix: str = "low", **kw:
 
 
 def test_basic_preemption_takes_minimal_victims_then_binds_to_the_nominated_node(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     """Scenario 2 (the seeds' nginx example): a node full of priority-0 pods; a pod of
     priority 1000000 arrives; exactly the minimal victims go."""
@@ -71,8 +64,8 @@ def test_basic_preemption_takes_minimal_victims_then_binds_to_the_nominated_node
 
 
 def test_preemption_policy_never_leaves_pod_pending_and_victims_untouched(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     """Scenario 4."""
     (node,) = kit.nodes(1, cpu="1")
@@ -92,8 +85,8 @@ def test_preemption_policy_never_leaves_pod_pending_and_victims_untouched(
 
 
 def test_preemption_disabled_by_config_preempts_nothing(
-    kit: Kit,  # noqa: F811
-    spawn_scheduler,  # noqa: F811
+    kit: Kit,
+    spawn_scheduler,
 ) -> None:
     """Scenario 5: ``disablePreemption: true`` (and the standard plugin disable)."""
     name = f"nopreempt-{kit.ns}"
@@ -118,8 +111,8 @@ def test_preemption_disabled_by_config_preempts_nothing(
 
 
 def test_equal_and_higher_priority_pods_are_never_victims(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     """Scenario 6a: the node is full of pods of equal and higher priority."""
     (node,) = kit.nodes(1, cpu="1")
@@ -139,8 +132,8 @@ def test_equal_and_higher_priority_pods_are_never_victims(
 
 
 def test_system_node_critical_pods_are_never_preempted_by_ordinary_pods(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     """Scenario 6b: a system-node-critical pod (2000001000) outranks any user class
     (user classes are capped at 1000000000 by the API)."""

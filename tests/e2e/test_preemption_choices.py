@@ -9,14 +9,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.kit import (  # noqa: F401 (fixtures)
-    Kit,
-    kit,
-    py_scheduler,
-    scheduler_workdir,
-    settle,
-    spawn_scheduler,
-)
+from tests.e2e.kit import Kit, settle
 from tests.e2e.procs import SchedulerProcess
 
 
@@ -50,8 +43,8 @@ CRITERIA = ["pdb_violations", "highest_victim_priority", "sum_of_priorities", "s
 
 @pytest.mark.parametrize("criterion", CRITERIA)
 def test_pick_one_node_follows_upstream_criteria(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
     criterion: str,
 ) -> None:
     """Scenario 3: two candidate nodes that tie on every criterion before ``criterion``
@@ -93,8 +86,8 @@ def test_pick_one_node_follows_upstream_criteria(
 
 
 def test_higher_priority_pod_takes_the_nominated_node_and_clears_lower_nomination(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     """Scenario 7: a lower-priority preemptor is nominated to a node; a higher-priority
     pod that needs the same node arrives while the victims terminate."""
@@ -130,8 +123,8 @@ def test_higher_priority_pod_takes_the_nominated_node_and_clears_lower_nominatio
 
 
 def test_nominated_node_is_not_guaranteed_preemptor_binds_elsewhere_when_free(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     """Scenario 8: while victims terminate on the nominated node, another node frees up;
     the preemptor may bind there and its stale nomination is cleared."""
@@ -150,8 +143,8 @@ def test_nominated_node_is_not_guaranteed_preemptor_binds_elsewhere_when_free(
 
 
 def test_restart_in_the_middle_of_a_preemption_takes_no_extra_victims(
-    kit: Kit,  # noqa: F811
-    spawn_scheduler: Any,  # noqa: F811
+    kit: Kit,
+    spawn_scheduler: Any,
 ) -> None:
     """Scenario 9: kill -9 after the victims are deleted, before the preemptor binds; after
     restart the preemptor binds and nobody else is preempted."""

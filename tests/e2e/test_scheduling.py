@@ -6,20 +6,13 @@ from __future__ import annotations
 import re
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.kit import (  # noqa: F401 (fixtures)
-    Kit,
-    kit,
-    py_scheduler,
-    scheduler_workdir,
-    settle,
-    spawn_scheduler,
-)
+from tests.e2e.kit import Kit, settle
 from tests.e2e.procs import SchedulerProcess
 
 
 def test_pending_pod_is_bound_to_a_fitting_node_with_scheduled_event(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     small, big = kit.nodes(1, cpu="1")[0], kit.nodes(1, cpu="8")[0]
     kit.create("web", cpu="2")
@@ -33,8 +26,8 @@ def test_pending_pod_is_bound_to_a_fitting_node_with_scheduled_event(
 
 
 def test_unfittable_pod_gets_pod_scheduled_false_and_failed_scheduling_event(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     kit.nodes(2, cpu="2")
     kit.create("huge", cpu="16")
@@ -61,8 +54,8 @@ def test_unfittable_pod_gets_pod_scheduled_false_and_failed_scheduling_event(
 
 
 def test_default_scheduler_pods_are_left_alone_but_counted(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     (node,) = kit.nodes(1, cpu="2")
     # A pod placed by "another scheduler" (bound directly) uses 1.5 of the 2 cpus.
@@ -80,8 +73,8 @@ def test_default_scheduler_pods_are_left_alone_but_counted(
 
 
 def test_metrics_count_attempts_and_bindings(
-    kit: Kit,  # noqa: F811
-    py_scheduler: SchedulerProcess,  # noqa: F811
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
 ) -> None:
     before = py_scheduler.metric(
         "scheduler_schedule_attempts_total", {"result": "scheduled", "profile": "py-scheduler"}
@@ -120,8 +113,8 @@ def test_metrics_count_attempts_and_bindings(
 
 
 def test_queue_order_highest_priority_binds_first_then_creation_order(
-    kit: Kit,  # noqa: F811
-    spawn_scheduler,  # noqa: F811
+    kit: Kit,
+    spawn_scheduler,
 ) -> None:
     """Scenario 1. Pods queue while their own scheduler is down; when it starts with one
     slot free, the highest priority pod takes it; with equal priority, the oldest does."""

@@ -16,13 +16,7 @@ from typing import Any
 import yaml
 
 from tests.e2e.conftest import Cluster, localcluster
-from tests.e2e.kit import (  # noqa: F401 (fixtures)
-    Kit,
-    kit,
-    pod_manifest,
-    py_scheduler,
-    scheduler_workdir,
-)
+from tests.e2e.kit import Kit, pod_manifest
 from tests.e2e.procs import py_scheduler_command
 
 
@@ -54,7 +48,7 @@ def simulate(*files: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_simulate_a_dump_of_the_cluster(
-    kit: Kit,  # noqa: F811
+    kit: Kit,
     tmp_path: Path,
 ) -> None:
     a, b = kit.nodes(2, cpu="2")

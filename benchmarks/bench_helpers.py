@@ -146,6 +146,19 @@ def victims_summary(
     }
 
 
+# CPU requests (millicores) of the benchmark's pods, by name prefix.
+POD_CPU_MILLI = {"tp": 100, "warmup": 100, "low": 900, "high": 3000}
+
+
+def node_cpu_usage(pods: Iterable[tuple[str, str, bool]]) -> dict[str, int]:
+    """Requested millicores per node of the pods still there: (node, name group, alive)."""
+    usage: Counter[str] = Counter()
+    for node, group, alive in pods:
+        if node and alive:
+            usage[node] += POD_CPU_MILLI.get(group, 0)
+    return dict(usage)
+
+
 # --------------------------------------------------------------------------------------------
 # Ratios and targets
 
@@ -258,6 +271,22 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         f"named for one preemptor {_fmt(_metric(pp, most), 0)} vs "
                         f"{_fmt(_metric(pk, most), 0)}",
                     }
+                )
+            # Correctness: no node may end up with more requested cpu than it has.
+            for scenario in ("throughput", "preemption"):
+                ok, op_ = get(scenario, KUBE), get(scenario, PY)
+                oc_py = None if op_ is None else op_.get("overcommitted_nodes")
+                oc_kube = None if ok is None else ok.get("overcommitted_nodes")
+                if oc_py is None and oc_kube is None:
+                    continue
+                add(
+                    f"nodes over capacity ({scenario}), py",
+                    size,
+                    mode,
+                    None if oc_py is None else float(oc_py),
+                    "<=",
+                    0.0,
+                    f"py {_fmt(oc_py)}, kube {_fmt(oc_kube)}",
                 )
         # Peak RSS: the largest high-water mark of each scheduler's throughput runs at this size.
         peaks: dict[str, float] = {}

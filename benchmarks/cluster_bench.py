@@ -91,6 +91,7 @@ BENCH_LABEL = "py-scheduler-bench"  # every node and namespace we make carries b
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 HIGH_CLASS = "bench-high"
 EQUAL_QPS = 5000
+NODE_CPU_MILLI = 4000  # every benchmark node: 4 cpu, 32Gi, 110 pods
 
 
 @dataclass(frozen=True)
@@ -1012,6 +1013,10 @@ class Bench:
         client_lat = [r.bound - sent[n] for n, r in bound.items() if r.bound and n in sent]
         items, _ = self.client.list_all(f"/api/v1/namespaces/{ns}/pods")
         server_lat = [x for x in (_server_latency(p) for p in items) if x is not None]
+        usage = H.node_cpu_usage(
+            (r.node, _group(k), r.deleting is None) for k, r in watch.pods.items() if r.bound
+        )
+        record["overcommitted_nodes"] = sum(1 for m in usage.values() if m > NODE_CPU_MILLI)
         record.update(
             complete=complete,
             bound=len(bound),
@@ -1123,6 +1128,9 @@ class Bench:
         for uid, _victim in distinct:
             by_preemptor[uid_to_name.get(uid, uid)] += 1
         beyond = sum(max(0, c - 3 * preemptors_on.get(node, 0)) for node, c in victims_on.items())
+        usage = H.node_cpu_usage(
+            (r.node, _group(k), r.deleting is None) for k, r in watch.pods.items() if r.bound
+        )
         summary = H.victims_summary(by_preemptor, len(bound_times) or n, needed=3)
         record.update(
             complete=complete,
@@ -1135,6 +1143,8 @@ class Bench:
             preemptors_over_needed=summary["preemptors_over_needed"],
             preempted_events=len(events),
             duplicate_preempted_events=len(events) - len(distinct),
+            overcommitted_nodes=sum(1 for m in usage.values() if m > NODE_CPU_MILLI),
+            most_preemptors_on_one_node=max(preemptors_on.values(), default=0),
             victims_beyond_need=beyond,
             victims_histogram=summary["histogram"],
             nodes_over_preempted=over_nodes,

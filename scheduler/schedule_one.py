@@ -108,6 +108,8 @@ class CycleResult:
     feasible_nodes: int = 0
     nominated_node: str | None = None
     attempts: int = 0  # scheduling attempts of this pod so far, this one included
+    # Per-node filter verdicts of a failed attempt (for -v 4+ logs and tools); empty else.
+    node_statuses: Mapping[str, Status] = field(default_factory=dict)
 
 
 class _FitError(Exception):
@@ -594,6 +596,7 @@ class SchedulerCore:
             message=message,
             victims=victims,
             nominated_node=nominating,
+            node_statuses=diagnosis.node_to_status,
         )
 
     def _record_failure(

@@ -397,6 +397,16 @@ class Scheduler:
             )
         elif outcome == "unschedulable":
             log.info("pod_unschedulable", pod=result.pod.key, message=result.message)
+        if outcome in ("unschedulable", "preempting"):
+            for node, st in result.node_statuses.items():
+                log.debug(
+                    "node_filtered",
+                    pod=result.pod.key,
+                    node=node,
+                    plugin=st.plugin,
+                    code=st.code.name,
+                    reasons=list(st.reasons),
+                )
         else:
             log.warning("scheduling_error", pod=result.pod.key, message=result.message)
 

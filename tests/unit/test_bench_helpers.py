@@ -277,3 +277,28 @@ def test_render_markdown() -> None:
     assert "`f (scheduler/x.py)`" in md
     assert "| 100 | 900.50 |" in md
     assert md.endswith("\n")
+
+
+def test_node_cpu_usage_counts_pods_still_there() -> None:
+    usage = H.node_cpu_usage(
+        [
+            ("n1", "low", True),
+            ("n1", "low", False),  # deleted: a victim
+            ("n1", "high", True),
+            ("n2", "high", True),
+            ("n2", "high", True),  # two preemptors on one node: over 4 cpu
+            ("", "tp", True),  # not bound
+        ]
+    )
+    assert usage == {"n1": 3900, "n2": 6000}
+
+
+def test_nodes_over_capacity_row() -> None:
+    runs = [
+        _preemption(H.KUBE, victims_per_preemptor=3.0, overcommitted_nodes=0),
+        _preemption(H.PY, victims_per_preemptor=3.0, overcommitted_nodes=32),
+    ]
+    (row,) = [r for r in H.compute_ratios(runs) if r["name"].startswith("nodes over capacity")]
+    assert row["value"] == 32.0
+    assert row["met"] is False
+    assert row["detail"] == "py 32, kube 0"

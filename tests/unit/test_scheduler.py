@@ -315,3 +315,28 @@ def test_a_malformed_pod_of_ours_gets_a_warning_event_naming_the_field() -> None
         assert not s.core.queue.contains("default/bad")
 
     _run(go())
+
+
+def test_per_node_verdicts_are_logged_at_debug_with_stable_event_names() -> None:
+    from structlog.testing import capture_logs
+
+    async def go() -> None:
+        api = FakeApi()
+        s = _sched(api)
+        s.handle_event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=9).obj())
+        s.handle_event("nodes", "ADDED", make_node("n2").taint("dedicated", "x").obj())
+        s.handle_event("pods", "ADDED", make_pod("big").req(cpu="2").obj())
+        r = s.core.schedule_one()
+        assert r is not None
+        with capture_logs() as logs:
+            s._observe(r, 0.001)
+        events = {(e["event"], e.get("node")) for e in logs}
+        assert ("pod_unschedulable", None) in events
+        per_node = {e["node"]: e for e in logs if e["event"] == "node_filtered"}
+        assert per_node["n1"]["plugin"] == "NodeResourcesFit"
+        assert per_node["n1"]["reasons"] == ["Insufficient cpu"]
+        assert per_node["n1"]["log_level"] == "debug"
+        assert per_node["n2"]["plugin"] == "TaintToleration"
+        await _drain(s)
+
+    _run(go())

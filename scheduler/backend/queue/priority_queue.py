@@ -8,7 +8,12 @@
   Each remembers the plugins that rejected it; a cluster event moves it back only if one of
   those plugins' queueing hints says the event may make it schedulable (precise moves, not
   "move everything"). Pods left there longer than ``max_unschedulable_duration`` (5 min) are
-  flushed back anyway.
+  flushed back anyway. Every cluster event reaches the queue (nodes, assigned pods, PDBs,
+  PriorityClasses, namespaces); whether it moves a pod is the rejecting plugins' call. As
+  upstream, no in-tree plugin requeues for a PDB or PriorityClass change: a pod's priority
+  is fixed at admission and a PDB only changes which victims preemption picks, never
+  whether a pod can fit; a pod whose last attempt ended in an error has no rejecting
+  plugin and moves on any event.
 
 A pod popped for a cycle is "in flight". Events that arrive while pods are in flight are
 remembered, and so is a scheduling-relevant update of the pod itself, so that a pod that

@@ -6,6 +6,7 @@ tests/unit/test_bench_helpers.py.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 from collections import Counter
@@ -323,10 +324,9 @@ def _beyond_need(run: Mapping[str, Any] | None) -> float | None:
     extra = run.get("victims_beyond_need")
     if isinstance(extra, int | float):
         return float(extra)
-    # Older records: victims where no preemptor went, plus at least one per over-taken node.
+    # Older records: the victims on nodes where no preemptor went.
     wasted = run.get("victims_on_nodes_without_preemptor")
-    over = run.get("nodes_over_preempted") or 0
-    return None if not isinstance(wasted, int | float) else float(wasted + over)
+    return None if not isinstance(wasted, int | float) else float(wasted)
 
 
 def _mib(kib: float | None) -> float | None:
@@ -415,6 +415,18 @@ def profile_area(path: str) -> str:
         return path
     head = path.split("/", 1)[0]
     return head[:-3] if head.endswith(".py") else head
+
+
+def dump_results(results: Mapping[str, Any]) -> str:
+    """results.json: indented at the top, one line per run or ratio (small, diffable)."""
+    parts = []
+    for key, value in results.items():
+        if isinstance(value, list) and value and all(isinstance(v, Mapping) for v in value):
+            body = ",\n".join("  " + json.dumps(v, separators=(",", ":")) for v in value)
+            parts.append(f"{json.dumps(key)}: [\n{body}\n ]")
+        else:
+            parts.append(f"{json.dumps(key)}: {json.dumps(value, separators=(',', ':'))}")
+    return "{\n " + ",\n ".join(parts) + "\n}\n"
 
 
 # --------------------------------------------------------------------------------------------

@@ -1185,7 +1185,7 @@ class Bench:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.results["ratios"] = H.compute_ratios(self.results["runs"])
         path = self.out_dir / "results.json"
-        path.write_text(json.dumps(self.results, indent=1) + "\n")
+        path.write_text(H.dump_results(self.results))
 
     def run(self) -> None:
         args = self.args
@@ -1569,7 +1569,7 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
 
 def write_report(results: dict[str, Any], out_dir: Path) -> None:
     results["ratios"] = H.compute_ratios(results.get("runs") or [])
-    (out_dir / "results.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out_dir / "results.json").write_text(H.dump_results(results))
     (out_dir / "results.md").write_text(H.render_markdown(results))
     try:
         names = write_plots(results, out_dir)

@@ -31,15 +31,16 @@ def configure_logging(verbosity: int = 0, *, json_logs: bool | None = None) -> N
         if json_logs
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    # Our records go through the standard library's logging too, so that one handler (and
+    # its lock) writes every line: the client's worker threads and kopf log concurrently.
     structlog.configure(
         processors=[
             *shared,
             structlog.processors.StackInfoRenderer(),
-            structlog.processors.format_exc_info,
-            renderer,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.stdlib.LoggerFactory(),
         cache_logger_on_first_use=True,
     )
     handler = _stdlib_logging.StreamHandler(sys.stderr)
@@ -56,3 +57,4 @@ def configure_logging(verbosity: int = 0, *, json_logs: bool | None = None) -> N
     root = _stdlib_logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(_stdlib_logging.WARNING if verbosity < 4 else _stdlib_logging.INFO)
+    _stdlib_logging.getLogger("py-scheduler").setLevel(level)

@@ -233,6 +233,7 @@ class SchedulerCore:
             self.queue.add(new, timestamp=new.creation_time or None)
 
     def on_pod_delete(self, pod: PodInfo) -> None:
+        self.evaluator.forget_preemptor(pod.key)
         self.queue.delete(pod.key)
         # A pod deleted while its binding is in flight must not come back to the queue when
         # that binding fails (upstream finds it gone from the informer and drops it).
@@ -325,6 +326,7 @@ class SchedulerCore:
         # Assume: the pod counts on the host from now on; its nomination is spent.
         assumed = self.cache.assume_pod(pod, host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod.key)
+        self.evaluator.forget_preemptor(pod.key)
         self.queue.done(pod.key)
         self._binding[pod.key] = _Binding(qpi, host)
         self.binder.bind(assumed, host)

@@ -616,10 +616,14 @@ class Scheduler:
                     )
         finally:
             self._preempting.discard(preemptor.uid)
-            # Done (or failed): let the preemptor try again; it waits on its nominated node
-            # while victims terminate, and a failure gets a fresh decision.
-            self.core.queue.activate([preemptor.key])
-            self._wake.set()
+            # As upstream, a successful preemption leaves the preemptor to the victims'
+            # deletion events (NodeResourcesFit's hint moves it). It is activated at once
+            # only if a call failed (a fresh decision is due) or a victim is already gone
+            # (its deletion event arrived while the gate held the preemptor back).
+            gone = any(self.core.cache.get_pod(v.key) is None for v in victims)
+            if not ok or gone or not victims:
+                self.core.queue.activate([preemptor.key])
+                self._wake.set()
         log.info("preemption_finished", pod=preemptor.key, node=candidate.node_name, ok=ok)
 
     async def _preempt_victim(self, victim: PodInfo, preemptor: PodInfo, node: str) -> None:

@@ -250,6 +250,12 @@ class Evaluator:
     candidate_filters: list[CandidateFilter] = field(default_factory=list)
     # The candidate chosen by the last successful ``preempt`` (for reports and `simulate`).
     last_candidate: Candidate | None = None
+    # Victims this evaluator handed to the actions port, per preemptor key: (node, victim
+    # keys). The watch reports their DisruptionTarget and deletionTimestamp a moment after
+    # the API calls; until it does, this closes the window in which the preemptor would
+    # look eligible again and preempt a second time. Dropped once no victim is left on the
+    # node, or when the preemptor is bound or deleted (``forget_preemptor``).
+    pending_victims: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
     # Dry-run nodes on amounts where that gives the same answer (module docstring).
     fast_dry_run: bool = True
 
@@ -281,7 +287,15 @@ class Evaluator:
                 for p in ni.pods.values():
                     if p.terminating_by_preemption and self.is_victim_allowed(p, pod):
                         return False, MSG_TERMINATING
+                pending = self.pending_victims.get(pod.key)
+                if pending is not None and pending[0] == node_name:
+                    if any(key in ni.pods for key in pending[1]):
+                        return False, MSG_TERMINATING
+                    del self.pending_victims[pod.key]
         return True, ""
+
+    def forget_preemptor(self, key: str) -> None:
+        self.pending_victims.pop(key, None)
 
     # ------------------------------------------------------------------ candidates
     def num_candidates(self, num_nodes: int) -> int:
@@ -570,6 +584,10 @@ class Evaluator:
             st = self.actions.prepare_candidate(pod, best, lower)
             if not st.is_success():
                 return None, st
+            self.pending_victims[pod.key] = (
+                best.node_name,
+                frozenset(v.key for v in best.victims),
+            )
         return decision.result, decision.status
 
     def lower_priority_nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:

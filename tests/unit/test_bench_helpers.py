@@ -302,3 +302,12 @@ def test_nodes_over_capacity_row() -> None:
     assert row["value"] == 32.0
     assert row["met"] is False
     assert row["detail"] == "py 32, kube 0"
+
+
+def test_dump_results_round_trips() -> None:
+    import json
+
+    results = {"meta": {"date": "x"}, "runs": RUNS, "ratios": [], "profile": None}
+    text = H.dump_results(results)
+    assert json.loads(text) == results
+    assert len(text.splitlines()) == len(RUNS) + 7

@@ -211,7 +211,26 @@ def test_async_preemption_marks_deletes_and_reports_victims_then_releases_the_pr
         assert mine and mine[0]["nominatedNodeName"] == "n1"
         assert mine[0]["conditions"][0]["type"] == "PodScheduled"
         assert s._gate(high.pod) is True
-        assert s.core.queue.where("default/high") == "active"  # released for another try
+        # As upstream, success leaves the preemptor to the victims' deletion events.
+        assert s.core.queue.where("default/high") == "unschedulable"
+        # Even if it ran again before the watch reported the victim terminating, it would
+        # wait for its victims instead of preempting a second time.
+        s.core.queue.activate(["default/high"])
+        again = s.core.schedule_one()
+        assert again is not None and again.outcome == "unschedulable"
+        assert again.message.endswith(
+            "preemption: not eligible due to a terminating pod on the nominated node."
+        )
+        await _drain(s)
+        assert api.of("delete") == ["default/low-1"]
+        # The victim is gone: the preemptor moves, and binds to its nominated node.
+        s.handle_event("pods", "DELETED", make_pod("low-1").node("n1").obj())
+        assert s.core.queue.where("default/high") in ("active", "backoff")
+        s.clock.step(30)  # type: ignore[attr-defined]
+        s.core.flush()
+        r = s.core.schedule_one()
+        assert r is not None and r.outcome == "assumed" and r.node == "n1"
+        await _drain(s)
 
     _run(go())
 
@@ -241,7 +260,7 @@ def test_a_failed_victim_deletion_is_counted_and_the_preemptor_requeued() -> Non
         await _drain(s)
         assert s.metrics.preemption_failures._value.get() == 1
         assert ("Preempted", "low-1") not in api.of("event")
-        assert s.core.queue.where("default/high") == "active"
+        assert s.core.queue.where("default/high") == "active"  # a fresh decision is due
 
     _run(go())
 

@@ -64,7 +64,9 @@ class KubeApi:
         self.client.request("DELETE", _pod_path(namespace, name), body=self._delete_options(uid))
 
     async def create_event(self, namespace: str, body: Mapping[str, Any]) -> str:
-        out = await self.client.call("POST", f"/api/v1/namespaces/{namespace}/events", body=body)
+        out = await self.client.call(
+            "POST", f"/api/v1/namespaces/{namespace}/events", body=body, events=True
+        )
         return str((out.get("metadata") or {}).get("name") or "")
 
     async def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
@@ -73,6 +75,7 @@ class KubeApi:
             f"/api/v1/namespaces/{namespace}/events/{name}",
             body=patch,
             content_type=MERGE,
+            events=True,
         )
 
     async def list_objects(self, kind: str) -> list[dict[str, Any]]:

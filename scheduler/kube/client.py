@@ -79,6 +79,9 @@ class KubeClient:
         self.api.user_agent = user_agent
         self.timeout = timeout
         self._bucket = _TokenBucket(qps, burst)
+        # Events get a budget of their own, as kube-scheduler's separate event client does,
+        # so that Scheduled/FailedScheduling events never halve the Bindings' rate.
+        self._event_bucket = _TokenBucket(qps, burst)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube")
 
     @property
@@ -144,8 +147,11 @@ class KubeClient:
         return f"cannot reach the API server at {self.host} ({method} {path}): {text}"
 
     # ------------------------------------------------------------------ async
-    async def call(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
-        wait = self._bucket.delay()
+    async def call(
+        self, method: str, path: str, *, events: bool = False, **kw: Any
+    ) -> dict[str, Any]:
+        """``request`` off the loop, after the rate limiter (``events``: the event budget)."""
+        wait = (self._event_bucket if events else self._bucket).delay()
         if wait > 0:
             await asyncio.sleep(wait)
         loop = asyncio.get_running_loop()

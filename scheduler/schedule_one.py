@@ -126,6 +126,16 @@ class _NoNodesError(Exception):
     """Upstream's ErrNoNodesAvailable: a rejection (reason Unschedulable), not an error."""
 
 
+def _record_rejection(diagnosis: Diagnosis, node: str, st: Status) -> None:
+    """A node a Filter plugin turned down: keep its status for the FitError message and
+    the queue's hints; an ERROR ends the cycle (the one rule both filter walks share)."""
+    if st.code == Code.ERROR:
+        raise _CycleError(f"running Filter plugin {st.plugin}: {st.message()}")
+    diagnosis.node_to_status[node] = st
+    if st.plugin:
+        diagnosis.unschedulable_plugins.add(st.plugin)
+
+
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     """Upstream's adaptive percentageOfNodesToScore."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -484,12 +494,8 @@ class SchedulerCore:
                 feasible.append(ni)
                 if len(feasible) >= want:
                     break
-            elif st.code == Code.ERROR:
-                raise _CycleError(f"running Filter plugin {st.plugin}: {st.message()}")
             else:
-                diagnosis.node_to_status[ni.name] = st
-                if st.plugin:
-                    diagnosis.unschedulable_plugins.add(st.plugin)
+                _record_rejection(diagnosis, ni.name, st)
         return feasible, processed
 
     def _filter_nodes_in_bulk(
@@ -549,12 +555,8 @@ class SchedulerCore:
                 if found + 1 >= want:
                     limit = p + 1
                     break
-            elif st.code == Code.ERROR:
-                raise _CycleError(f"running Filter plugin {st.plugin}: {st.message()}")
             else:
-                diagnosis.node_to_status[ni.name] = st
-                if st.plugin:
-                    diagnosis.unschedulable_plugins.add(st.plugin)
+                _record_rejection(diagnosis, ni.name, st)
         ok_upto = np.cumsum(ok[:limit])
         processed = limit
         if limit and int(ok_upto[-1]) >= want:

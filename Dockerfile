@@ -1,4 +1,3 @@
-# syntax=docker/dockerfile:1
 # py-scheduler's container image: `make image` (docker build -t py-scheduler:dev .).
 #
 # Two stages. The builder makes a venv at /opt/py-scheduler and installs the pinned
@@ -7,11 +6,20 @@
 # proves the lock satisfies pyproject.toml. The final stage is the same Python base with only
 # that venv copied in (same path: a venv is not relocatable), running as UID 10001.
 #
+# BASE_IMAGE: any Debian-like image with Python >= 3.11 as `python` (python3-venv included).
+# `make image` (hack/image.sh) passes the public python:3.11-slim when it can be pulled and
+# otherwise a Debian bookworm + python3 base it builds itself with debootstrap. The classic
+# builder is enough (no BuildKit-only syntax), so no frontend image has to be pulled.
+#
 # tests/deploy/test_image_install.py runs the builder's RUN steps verbatim in a clean temp
 # venv (no Docker needed), so keep every path in them behind $VIRTUAL_ENV or relative.
-ARG PYTHON_IMAGE=python:3.11-slim
+ARG BASE_IMAGE=python:3.11-slim
 
-FROM ${PYTHON_IMAGE} AS builder
+FROM ${BASE_IMAGE} AS builder
+# Unset unless given: `make image` sets PIP_NO_INDEX=1 and PIP_FIND_LINKS to the wheels it
+# downloaded on the host (with the host's pip settings: proxy, CAs) and serves on loopback.
+ARG PIP_FIND_LINKS
+ARG PIP_NO_INDEX
 ENV VIRTUAL_ENV=/opt/py-scheduler \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
@@ -29,8 +37,8 @@ RUN "$VIRTUAL_ENV/bin/pip" install --no-deps . \
  && "$VIRTUAL_ENV/bin/python" -c "import scheduler.operator, scheduler.kube.actions" \
  && "$VIRTUAL_ENV/bin/py-scheduler" version
 
-FROM ${PYTHON_IMAGE}
-ARG PYTHON_IMAGE
+FROM ${BASE_IMAGE}
+ARG BASE_IMAGE
 ARG VERSION=0.1.0
 ARG REVISION=unknown
 LABEL org.opencontainers.image.title="py-scheduler" \
@@ -38,7 +46,7 @@ LABEL org.opencontainers.image.title="py-scheduler" \
       org.opencontainers.image.version="${VERSION}" \
       org.opencontainers.image.revision="${REVISION}" \
       org.opencontainers.image.licenses="Apache-2.0" \
-      org.opencontainers.image.base.name="${PYTHON_IMAGE}"
+      org.opencontainers.image.base.name="${BASE_IMAGE}"
 COPY --from=builder /opt/py-scheduler /opt/py-scheduler
 ENV PATH=/opt/py-scheduler/bin:$PATH \
     PYTHONUNBUFFERED=1 \

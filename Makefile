@@ -22,6 +22,8 @@ KIND_CLUSTER ?= py-scheduler
 KUBECTL ?= kubectl
 CACHE_DIR ?= $(or $(PY_SCHEDULER_CACHE),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/py-scheduler)
 KIND_KUBECONFIG ?= $(CACHE_DIR)/kind-$(KIND_CLUSTER).kubeconfig
+# `make image` also saves the image here (`docker save`), for the real node's containerd.
+IMAGE_TAR ?= $(CACHE_DIR)/images/py-scheduler-dev.tar
 VERSION := $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # Fails with a clear message when Docker (CLI and engine), kind or kubectl is missing.
@@ -100,10 +102,9 @@ bench: install binaries $(VENV)/.bench-installed ## in-process core + cluster vs
 lock: ## re-resolve requirements.lock (the image's pinned deps) from pyproject (PyPI)
 	PYTHON='$(PYTHON)' hack/lock.sh
 
-image: ## build the container image py-scheduler:dev (IMAGE=...; needs Docker)
-	@$(REQUIRE) docker
-	$(DOCKER) build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) \
-	  -t $(IMAGE) .
+image: install ## build the image py-scheduler:dev (IMAGE=...; installs/starts Docker if needed)
+	PIP='$(PY) -m pip' DOCKER='$(DOCKER)' hack/image.sh '$(IMAGE)' '$(VERSION)' '$(REVISION)' \
+	  '$(IMAGE_TAR)'
 
 kind-up: ## create the kind cluster py-scheduler (KIND_CLUSTER=...; needs Docker, kind)
 	@$(REQUIRE) docker kind

@@ -4,6 +4,7 @@
 # into a version-keyed cache outside the repository.
 #
 # Usage: hack/build-k8s.sh            # prints the bin directory on the last line of stdout
+#        hack/build-k8s.sh kubelet    # also the kubelet (the opt-in real node, docs/control-plane.md)
 # Env:   PY_SCHEDULER_CACHE  cache root (default ${XDG_CACHE_HOME:-$HOME/.cache}/py-scheduler)
 #        KUBE_BIN_DIR        if set, nothing is built: the directory is checked and printed
 #
@@ -16,6 +17,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/versions.env"
 
 BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok)
+# Optional binaries, built only when asked for by name (only the real node needs them).
+for extra in "$@"; do
+  case "$extra" in
+    kubelet) BINARIES+=(kubelet) ;;
+    *) printf '[build-k8s] ERROR: unknown optional binary %s (known: kubelet)\n' "$extra" >&2; exit 2 ;;
+  esac
+done
 
 log() { printf '[build-k8s] %s\n' "$*" >&2; }
 die() { printf '[build-k8s] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -93,7 +101,16 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
-for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+k8s_cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+if [[ " ${BINARIES[*]} " == *" kubelet "* ]]; then
+  k8s_cmds+=(kubelet)
+  if [[ ! -f "$kdir/.resolved-kubelet" ]]; then
+    log "go get -tool k8s.io/kubernetes/cmd/kubelet"
+    (cd "$kdir" && go get -tool "k8s.io/kubernetes/cmd/kubelet@$KUBE_VERSION") >&2
+    touch "$kdir/.resolved-kubelet"
+  fi
+fi
+for cmd in "${k8s_cmds[@]}"; do
   [[ -f "$bin_dir/.$cmd.ok" ]] && continue
   log "building $cmd $KUBE_VERSION (several minutes on 2 cores)"
   t0=$(date +%s)

@@ -31,7 +31,7 @@ class Instruction:
 
 @dataclass(slots=True)
 class Stage:
-    base: str  # as written (``${PYTHON_IMAGE}``)
+    base: str  # as written (``${BASE_IMAGE}``)
     name: str | None
     instructions: list[Instruction] = field(default_factory=list)
 

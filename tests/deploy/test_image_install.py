@@ -156,6 +156,8 @@ def test_builder_stage_replayed_installs_a_working_py_scheduler(tmp_path: Path) 
     for ins in builder.instructions:
         if ins.keyword == "ENV":
             env.update({k: _reroot(v, image_root) for k, v in parse_env(ins.args).items()})
+        elif ins.keyword == "ARG":
+            assert "=" not in ins.args, f"line {ins.line}: a builder ARG is set by the caller"
         elif ins.keyword == "WORKDIR":
             workdir = Path(_reroot(ins.args, image_root))
             workdir.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import sys
-import uuid
 from collections.abc import Sequence
 
 from scheduler import __version__
@@ -100,24 +98,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     configure_logging(args.verbosity)
 
-    from scheduler.errors import ApiCallError
-    from scheduler.kube.actions import KubeApi
-    from scheduler.kube.client import KubeClient, load_api_client
-    from scheduler.operator import run_operator
-    from scheduler.scheduler import Scheduler
+    from scheduler.operator import run
 
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
-    try:
-        api_client = load_api_client(kubeconfig)
-    except ApiCallError as e:
-        print(f"py-scheduler: {e}", file=sys.stderr)
-        return 2
-    client = KubeClient(api_client, qps=config.qps, burst=config.burst)
-    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-    sched = Scheduler(config, KubeApi(client), identity=identity)
-    return asyncio.run(
-        run_operator(sched, client, config, kubeconfig=kubeconfig, leader_elect=leader_elect)
-    )
+    return asyncio.run(run(config, kubeconfig=kubeconfig, leader_elect=leader_elect))
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -132,8 +116,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     from scheduler.errors import ApiCallError
     from scheduler.explain import ExplainError, explain
-    from scheduler.kube.actions import KubeApi
-    from scheduler.kube.client import KubeClient, load_api_client
+    from scheduler.kube.live import list_cluster
 
     try:
         config = load_config(args.config)
@@ -142,26 +125,20 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         return 2
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
     try:
-        api_client = load_api_client(kubeconfig)
+        # LISTs only: explain never writes.
+        objects = asyncio.run(list_cluster(kubeconfig, qps=config.qps, burst=config.burst))
     except ApiCallError as e:
-        print(f"py-scheduler explain: {e}", file=sys.stderr)
-        return 2
-    client = KubeClient(api_client, qps=config.qps, burst=config.burst)
-    api = KubeApi(client)
+        print(f"py-scheduler explain: cannot read the cluster: {e}", file=sys.stderr)
+        return 1 if e.status else 2
 
     def lister(kind: str) -> list[dict[str, Any]]:
-        return asyncio.run(api.list_objects(kind))  # LISTs only: explain never writes
+        return objects.get(kind, [])
 
     try:
         result = explain(args.pod, lister, config)
     except ExplainError as e:
         print(f"py-scheduler explain: {e}", file=sys.stderr)
         return 2
-    except ApiCallError as e:
-        print(f"py-scheduler explain: cannot read the cluster: {e}", file=sys.stderr)
-        return 1
-    finally:
-        client.close()
     if args.output == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:

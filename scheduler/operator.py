@@ -1,11 +1,15 @@
-"""The only importer of kopf: watches pods, nodes, PDBs and PriorityClasses and feeds every
-event to the Scheduler; runs the process (health server, leader election, signals).
+"""The only importer of kopf: the operator runtime around the live scheduler.
 
-kopf is used only for watching (``on.event``, async handlers on the scheduler's loop): it
-writes nothing to anyone's objects (no finalizers, annotations or status), posts no k8s
-events of its own (``posting.enabled = False``), does no peering (standalone) and scans no
-CRDs (``scanning.disabled``). kopf re-lists after 410 Gone and reconnects dropped watches;
-the Scheduler's periodic resync reconciles whatever a watch gap missed.
+kopf runs the process's lifecycle: its startup activity configures it, its login activity
+checks the credentials before anything else starts (kubeconfig or ServiceAccount, as kopf
+does for any operator), and its stop flag ends everything on SIGTERM/SIGINT. kopf watches
+nothing here: every watch is an informer of ``scheduler.kube.informer`` (LIST + WATCH with
+bookmarks, Replace semantics after a gap, typed deltas), because kopf's watcher re-lists
+without telling us what vanished during a gap and its per-event machinery (diff bases,
+progress storage) cost more CPU than the scheduling itself (docs/architecture.md).
+
+It writes nothing to anyone's objects (no finalizers, annotations or status), posts no k8s
+events of its own, does no peering and scans no CRDs.
 """
 
 from __future__ import annotations
@@ -20,25 +24,18 @@ import kopf
 import structlog
 
 from scheduler.config import SchedulerConfig
-from scheduler.kube.client import KubeClient
+from scheduler.errors import ApiCallError
+from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.leader import LeaderElector
-from scheduler.scheduler import Scheduler
+from scheduler.kube.live import LiveScheduler
 from scheduler.server import HealthServer
 
-__all__ = ["run_operator"]
+__all__ = ["run", "run_operator"]
 
 log = structlog.get_logger("py-scheduler")
 
-WATCHED = (
-    ("", "v1", "namespaces"),  # labels, for pod affinity terms' namespaceSelector
-    ("scheduling.k8s.io", "v1", "priorityclasses"),
-    ("", "v1", "nodes"),
-    ("policy", "v1", "poddisruptionbudgets"),
-    ("", "v1", "pods"),
-)
 
-
-def build_registry(sched: Scheduler, kubeconfig: str | None) -> kopf.OperatorRegistry:
+def build_registry(kubeconfig: str | None) -> kopf.OperatorRegistry:
     registry = kopf.OperatorRegistry()
 
     @kopf.on.startup(registry=registry)
@@ -46,11 +43,6 @@ def build_registry(sched: Scheduler, kubeconfig: str | None) -> kopf.OperatorReg
         settings.posting.enabled = False
         settings.scanning.disabled = True
         settings.peering.standalone = True
-        settings.watching.server_timeout = 300
-        settings.watching.client_timeout = 330
-        settings.watching.reconnect_backoff = 1.0
-        settings.batching.batch_window = 0.0
-        settings.batching.idle_timeout = 30.0
         settings.networking.error_backoffs = [1, 2, 4, 8]
 
     @kopf.on.login(registry=registry)
@@ -59,37 +51,35 @@ def build_registry(sched: Scheduler, kubeconfig: str | None) -> kopf.OperatorReg
             return kopf.login_with_kubeconfig(**kwargs)
         return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
 
-    for group, version, plural in WATCHED:
-        kopf.on.event(group, version, plural, registry=registry)(_handler(sched, plural))
     return registry
 
 
-def _handler(sched: Scheduler, plural: str) -> Any:
-    async def on_event(event: kopf.RawEvent, **_: Any) -> None:
-        obj = event.get("object")
-        if isinstance(obj, dict):
-            sched.handle_event(plural, event.get("type"), obj)
-
-    on_event.__name__ = f"on_{plural}"
-    return on_event
-
-
 async def run_operator(
-    sched: Scheduler,
-    client: KubeClient,
+    live: LiveScheduler,
+    lease_client: KubeClient,
     config: SchedulerConfig,
     *,
     kubeconfig: str | None,
     leader_elect: bool,
 ) -> int:
-    """Run until SIGTERM/SIGINT: watches, scheduling, health server, leader election."""
+    """Run until SIGTERM/SIGINT: informers, scheduling, health server, leader election."""
     if kubeconfig:
         os.environ["KUBECONFIG"] = kubeconfig
+    sched = live.scheduler
     stop_flag = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop_flag.set)
+
+    def on_signal(sig: signal.Signals) -> None:
+        if not stop_flag.is_set():
+            log.info("signal_received", signal=sig.name)
+        stop_flag.set()
+
+    def install_signals() -> None:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, on_signal, sig)
+
+    install_signals()
 
     server = HealthServer(
         host=config.http_bind_address,
@@ -102,16 +92,16 @@ async def run_operator(
     log.info("http_serving", address=f"{config.http_bind_address}:{port}")
 
     elector: LeaderElector | None = None
+    lost = asyncio.Event()
     if leader_elect:
         le = config.leader_election
-        lost = asyncio.Event()
 
         def on_stopped() -> None:
             sched.set_leader(False)
             lost.set()
 
         elector = LeaderElector(
-            client,
+            lease_client,
             identity=sched.identity,
             name=le.resource_name,
             namespace=le.resource_namespace,
@@ -122,45 +112,84 @@ async def run_operator(
             on_stopped=on_stopped,
         )
     else:
-        sched.set_leader(True)
+        log.info("leader_election_disabled", identity=sched.identity)
+        sched.set_leader(True, elected=False)
 
-    registry = build_registry(sched, kubeconfig)
-    tasks = [
-        asyncio.create_task(
-            kopf.operator(
-                registry=registry, clusterwide=True, standalone=True, stop_flag=stop_flag
-            ),
-            name="kopf",
+    # kopf stops last, on a flag of its own: when it stops it waits for and then cancels every
+    # task created after it started, which would cut our bindings' drain short.
+    kopf_stop = asyncio.Event()
+    kopf_ready = asyncio.Event()
+    kopf_task = asyncio.create_task(
+        kopf.operator(
+            registry=build_registry(kubeconfig),
+            clusterwide=True,
+            standalone=True,
+            stop_flag=kopf_stop,
+            ready_flag=kopf_ready,
         ),
-        asyncio.create_task(sched.run(), name="scheduler"),
-    ]
+        name="kopf",
+    )
+    # kopf installs SIGINT/SIGTERM handlers of its own as it starts (before it is ready):
+    # ours take over again, so that a signal stops the scheduler at once and says so.
+    ready_waiter = asyncio.create_task(kopf_ready.wait())
+    stop_waiter = asyncio.create_task(stop_flag.wait())
+    await asyncio.wait([ready_waiter, stop_waiter, kopf_task], return_when=asyncio.FIRST_COMPLETED)
+    ready_waiter.cancel()
+    stop_waiter.cancel()
+    install_signals()
+    tasks = [kopf_task, asyncio.create_task(live.run(), name="scheduler")]
     if elector is not None:
         tasks.append(asyncio.create_task(elector.run(), name="leader-election"))
-    waiter = asyncio.create_task(stop_flag.wait())
+    waiters = [asyncio.create_task(stop_flag.wait()), asyncio.create_task(lost.wait())]
     exit_code = 0
-    watch: list[asyncio.Task[Any]] = [*tasks, waiter]
-    if elector is not None:
-        lost_waiter = asyncio.create_task(lost.wait())
-        watch.append(lost_waiter)
-    done, _ = await asyncio.wait(watch, return_when=asyncio.FIRST_COMPLETED)
+    done, _ = await asyncio.wait([*tasks, *waiters], return_when=asyncio.FIRST_COMPLETED)
     for t in done:
-        if t is waiter or t.cancelled():
+        if t in waiters or t.cancelled():
             continue
         if t.exception() is not None:
             log.error("component_failed", task=t.get_name(), error=repr(t.exception()))
             exit_code = 1
-    if elector is not None and lost.is_set() and not stop_flag.is_set():
+    if lost.is_set() and not stop_flag.is_set():
         # As kube-scheduler: a replica that lost its lease exits; its Deployment restarts it.
         log.error("leader_election_lost", identity=sched.identity)
         exit_code = 1
     log.info("shutting_down")
     stop_flag.set()
-    await sched.stop()
+    await live.stop()
     if elector is not None:
         await elector.release()
-    for t in tasks:
+    others = [t for t in [*tasks, *waiters] if t is not kopf_task]
+    for t in others:
         t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.gather(*others, return_exceptions=True)
     await server.stop()
-    client.close()
+    kopf_stop.set()
+    await asyncio.gather(kopf_task, return_exceptions=True)
+    await live.close()
+    await lease_client.close()
+    log.info("stopped", exit_code=exit_code)
     return exit_code
+
+
+async def run(config: SchedulerConfig, *, kubeconfig: str | None, leader_elect: bool) -> int:
+    """``py-scheduler run``: build the live scheduler and run it; the process exit code."""
+    import socket
+    import sys
+    import uuid
+
+    try:
+        configuration = await load_configuration(kubeconfig)
+    except ApiCallError as e:
+        print(f"py-scheduler: {e}", file=sys.stderr)
+        return 2
+    client = KubeClient(configuration, qps=config.qps, burst=config.burst)
+    # The lock's own client: renewals never wait behind Bindings (kube-scheduler does the same).
+    lease_client = client.derive(qps=config.qps, burst=config.burst, pool_size=2)
+    identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    live = LiveScheduler(config, client, identity=identity)
+    try:
+        return await run_operator(
+            live, lease_client, config, kubeconfig=kubeconfig, leader_elect=leader_elect
+        )
+    finally:
+        await client.close()

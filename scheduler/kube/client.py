@@ -1,55 +1,78 @@
-"""A thin raw-JSON client over the official ``kubernetes`` package.
+"""An async raw-JSON client over the official client's asyncio package (``kubernetes.aio``).
 
-Why raw JSON: the scheduler works on dicts parsed by ``scheduler.types`` (the same path as
-kopf's event bodies and ``simulate``'s YAML), and the generated models cost time and, for
-the Binding subresource, fail to deserialise a successful response. So every call goes
-through ``request`` with ``param_serialize``/``call_api`` and we read status and body
-ourselves. Calls are blocking; the async wrapper runs them in a bounded thread pool and
-applies the configured QPS/burst with a token bucket, like client-go's rate limiter.
+What it owns: one aiohttp connection pool per client, authentication (the official loaders:
+kubeconfig with exec plugins and token refresh, or in-cluster config with its rotating
+ServiceAccount token), a client-go style token bucket (QPS/burst) per client, translation of
+failures into ``scheduler.kube.errors``, and streaming of watch responses line by line.
+
+Why raw JSON and not the generated models: the scheduler decodes API objects itself
+(``scheduler.decode``; the same decoder serves ``simulate`` and ``explain``), the generated
+models cost time, and for the Binding subresource they fail to deserialise a successful
+reply. So every call goes through ``param_serialize``/``call_api`` and we read status and
+body ourselves, decoding JSON with orjson when it is installed.
+
+Separate budgets: kube-scheduler gives its event broadcaster and its leader-election lock
+clients of their own, so that a burst of Bindings can neither delay events nor push a lease
+renewal past its deadline. ``KubeClient.derive()`` makes such a sibling: same credentials,
+its own pool and its own bucket.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-import urllib3
-from kubernetes import client as k8s_client
-from kubernetes import config as k8s_config
-from kubernetes.client.exceptions import ApiException
-from kubernetes.config.config_exception import ConfigException
+import aiohttp
+from kubernetes.aio import client as aio_client
+from kubernetes.aio import config as aio_config
+from kubernetes.aio.client.exceptions import ApiException
 
 from scheduler.kube.errors import ApiError, Unreachable, error_for_status
 
-__all__ = ["KubeClient", "load_api_client"]
+__all__ = ["KubeClient", "TokenBucket", "load_configuration", "loads_json"]
+
+try:
+    import orjson
+
+    def loads_json(data: bytes | str) -> Any:
+        """JSON text to Python objects (orjson: several times faster than json)."""
+        return orjson.loads(data)
+
+except ImportError:  # pragma: no cover - orjson is a dependency; this keeps a broken env usable
+    import json
+
+    def loads_json(data: bytes | str) -> Any:
+        return json.loads(data)
+
 
 JSON = Mapping[str, Any]
 
 
-def load_api_client(kubeconfig: str | None) -> k8s_client.ApiClient:
+async def load_configuration(kubeconfig: str | None) -> aio_client.Configuration:
     """From a kubeconfig file, else in-cluster config, else $KUBECONFIG/~/.kube/config."""
-    cfg = k8s_client.Configuration()
+    cfg = aio_client.Configuration()
     try:
         if kubeconfig:
-            k8s_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
+            await aio_config.load_kube_config(config_file=kubeconfig, client_configuration=cfg)
         else:
             try:
-                k8s_config.load_incluster_config(client_configuration=cfg)
-            except ConfigException:
-                k8s_config.load_kube_config(client_configuration=cfg)
-    except (ConfigException, OSError) as e:
+                aio_config.load_incluster_config(client_configuration=cfg)
+            except aio_config.ConfigException:
+                await aio_config.load_kube_config(client_configuration=cfg)
+    except (aio_config.ConfigException, OSError, TypeError, ValueError) as e:
         where = kubeconfig or "in-cluster config, $KUBECONFIG or ~/.kube/config"
         raise ApiError(f"cannot load Kubernetes client configuration from {where}: {e}") from e
-    cfg.retries = 0
-    return k8s_client.ApiClient(cfg)
+    cfg.retries = None  # our callers decide what to retry
+    return cfg
 
 
-class _TokenBucket:
+class TokenBucket:
+    """client-go's token bucket rate limiter: ``qps`` tokens a second, ``burst`` at most.
+    ``delay()`` takes a token and says how long to wait for it. O(1)."""
+
     def __init__(self, qps: float, burst: int) -> None:
         self.rate = qps
         self.capacity = float(max(burst, 1))
@@ -63,33 +86,85 @@ class _TokenBucket:
         self.tokens -= 1.0
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
+    def give_back(self) -> None:
+        """Return the token of a call that was cancelled before it was sent."""
+        self.tokens = min(self.capacity, self.tokens + 1.0)
+
 
 class KubeClient:
     def __init__(
         self,
-        api: k8s_client.ApiClient,
+        configuration: aio_client.Configuration,
         *,
         qps: float = 50.0,
         burst: int = 100,
-        workers: int = 16,
         timeout: float = 30.0,
+        pool_size: int = 64,
         user_agent: str = "py-scheduler",
     ) -> None:
-        self.api = api
-        self.api.user_agent = user_agent
+        self.configuration = configuration
+        self.qps = qps
+        self.burst = burst
         self.timeout = timeout
-        self._bucket = _TokenBucket(qps, burst)
-        # Events get a budget of their own, as kube-scheduler's separate event client does,
-        # so that Scheduled/FailedScheduling events never halve the Bindings' rate.
-        self._event_bucket = _TokenBucket(qps, burst)
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kube")
+        self.pool_size = pool_size
+        self.user_agent = user_agent
+        configuration.connection_pool_maxsize = pool_size
+        self.api = aio_client.ApiClient(configuration)
+        self.api.user_agent = user_agent
+        self.bucket = TokenBucket(qps, burst)
+
+    def derive(self, *, qps: float, burst: int, pool_size: int = 4) -> KubeClient:
+        """A sibling with the same credentials, its own connection pool and rate budget."""
+        return KubeClient(
+            self.configuration,
+            qps=qps,
+            burst=burst,
+            timeout=self.timeout,
+            pool_size=pool_size,
+            user_agent=self.user_agent,
+        )
 
     @property
     def host(self) -> str:
-        return str(self.api.configuration.host)
+        return str(self.configuration.host)
 
-    # ------------------------------------------------------------------ blocking
-    def request(
+    # ------------------------------------------------------------------ requests
+    async def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: aiohttp.ClientTimeout,
+    ) -> aiohttp.ClientResponse:
+        wait = self.bucket.delay()
+        if wait > 0:
+            try:
+                await asyncio.sleep(wait)
+            except asyncio.CancelledError:
+                self.bucket.give_back()
+                raise
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        try:
+            _, url, hdrs, _, _ = await self.api.param_serialize(
+                method,
+                path,
+                query_params=list((query or {}).items()),
+                header_params=headers,
+                auth_settings=["BearerToken"],
+            )
+            resp = await self.api.call_api(
+                method, url, header_params=hdrs, body=body, _request_timeout=timeout
+            )
+        except ApiException as e:
+            raise Unreachable(self._unreachable(method, path, e.reason)) from e
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise Unreachable(self._unreachable(method, path, e)) from e
+        return resp.response  # type: ignore[no-any-return]
+
+    async def request(
         self,
         method: str,
         path: str,
@@ -99,78 +174,66 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: float | None = None,
     ) -> dict[str, Any]:
-        """One API call; returns the decoded JSON body (``{}`` when empty). Raises ApiError."""
-        headers = {"Accept": "application/json", "Content-Type": content_type}
+        """One API call after the rate limiter; the decoded JSON body (``{}`` when empty).
+        Raises ApiError (NotFound, Conflict, ... Unreachable)."""
+        limit = aiohttp.ClientTimeout(total=timeout or self.timeout)
+        resp = await self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=limit
+        )
         try:
-            _, url, hdrs, _, _ = self.api.param_serialize(
-                method,
-                path,
-                query_params=list((query or {}).items()),
-                header_params=headers,
-                auth_settings=["BearerToken"],
-            )
-            resp = self.api.call_api(
-                method,
-                url,
-                header_params=hdrs,
-                body=body,  # the REST client JSON-encodes it (dumping here would encode twice)
-                _request_timeout=timeout or self.timeout,
-            )
-            status = resp.status
-            data = resp.read()
-        except ApiException as e:
-            status = e.status or 0
-            data = e.body or b""
-            if not status:
-                raise Unreachable(self._unreachable(method, path, e.reason)) from e
-        except (urllib3.exceptions.HTTPError, OSError) as e:
+            async with resp:
+                data = await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
             raise Unreachable(self._unreachable(method, path, e)) from e
-        text = data.decode() if isinstance(data, bytes | bytearray) else str(data or "")
-        if status >= 300:
-            detail = text
-            with contextlib.suppress(ValueError, AttributeError):
-                detail = json.loads(text).get("message", text)
-            raise error_for_status(status, f"{method} {path}: {status}: {detail}")
-        if not text:
+        if resp.status >= 300:
+            raise error_for_status(resp.status, f"{method} {path}: {resp.status}: {_detail(data)}")
+        if not data:
             return {}
         try:
-            out = json.loads(text)
+            out = loads_json(data)
         except ValueError as e:
             raise ApiError(f"{method} {path}: response is not JSON") from e
         return out if isinstance(out, dict) else {"items": out}
 
+    # Kept for callers that think of it as "the call" (events, leases, reviews).
+    call = request
+
+    async def stream(
+        self, path: str, *, query: Mapping[str, Any], read_timeout: float
+    ) -> AsyncIterator[bytes]:
+        """GET a streaming response (a watch) and yield its lines. The stream ends when the
+        server closes it; a broken connection raises Unreachable, a refusal ApiError."""
+        limit = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=read_timeout)
+        resp = await self._send(
+            "GET", path, query=query, body=None, content_type="application/json", timeout=limit
+        )
+        async with resp:
+            if resp.status >= 300:
+                data = await resp.read()
+                raise error_for_status(resp.status, f"GET {path}: {resp.status}: {_detail(data)}")
+            try:
+                while True:
+                    line = await resp.content.readline()
+                    if not line:
+                        return
+                    if line.strip():
+                        yield line
+            except (aiohttp.ClientError, OSError, TimeoutError) as e:
+                raise Unreachable(self._unreachable("GET", path, e)) from e
+
     def _unreachable(self, method: str, path: str, err: object) -> str:
-        reason = getattr(err, "reason", None) or err
-        text = str(reason)
-        if "Errno" in text:  # "... [Errno 111] Connection refused')" -> "Connection refused"
+        text = str(getattr(err, "reason", None) or err) or type(err).__name__
+        if "Errno" in text:  # "... [Errno 111] Connect call failed ..." -> the tail
             text = text.split("]", 1)[-1].strip().rstrip("'\")")
         return f"cannot reach the API server at {self.host} ({method} {path}): {text}"
 
-    # ------------------------------------------------------------------ async
-    async def call(
-        self, method: str, path: str, *, events: bool = False, **kw: Any
-    ) -> dict[str, Any]:
-        """``request`` off the loop, after the rate limiter (``events``: the event budget)."""
-        wait = (self._event_bucket if events else self._bucket).delay()
-        if wait > 0:
-            await asyncio.sleep(wait)
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, lambda: self.request(method, path, **kw))
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.api.close()
 
-    async def list_all(self, path: str, *, page: int = 500) -> list[dict[str, Any]]:
-        """LIST with pagination; returns the items."""
-        items: list[dict[str, Any]] = []
-        cont = ""
-        while True:
-            q: dict[str, Any] = {"limit": page}
-            if cont:
-                q["continue"] = cont
-            out = await self.call("GET", path, query=q)
-            items.extend(out.get("items") or [])
-            cont = (out.get("metadata") or {}).get("continue") or ""
-            if not cont:
-                return items
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self.api.close()
+def _detail(data: bytes) -> str:
+    text = data.decode(errors="replace")
+    with contextlib.suppress(ValueError, AttributeError):
+        return str(loads_json(data).get("message", text))
+    return text

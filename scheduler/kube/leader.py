@@ -1,12 +1,20 @@
 """Lease-based leader election (coordination.k8s.io/v1), a small loop of our own.
 
-Why not the client's leaderelection module: it is synchronous, thread-based and cannot
-release the lease on shutdown. This loop follows client-go's rules: acquire when the lease
-is free, ours, or expired (renewTime + leaseDurationSeconds in the past); renew every
-``retry_period``; if a renewal has not succeeded for ``renew_deadline``, leadership is lost
-(``on_stopped``) at once. Updates carry the resourceVersion, so two candidates cannot both
-win. On shutdown the holder releases (empty holder, 1s duration) so a standby takes over
-without waiting for expiry.
+Why not the official client's ``kubernetes.aio.leaderelection``: it cannot release the lease
+on shutdown (a standby would wait a whole lease duration), it bounds no single call (a hung
+renewal can outlive the renew deadline) and it writes times without a zone. This loop
+follows client-go's rules:
+
+- acquire when the lease is free, ours, or expired; "expired" is judged by the LOCAL time at
+  which we last saw the record change plus leaseDurationSeconds (client-go's observedTime),
+  never by comparing the holder's renewTime with our clock, so clock skew between replicas
+  cannot make a standby steal a live lease;
+- renew every ``retry_period``; if no renewal succeeded for ``renew_deadline``, leadership is
+  lost (``on_stopped``) at once;
+- updates carry the resourceVersion, so two candidates cannot both win;
+- the lock has a client of its own (its own connection pool and rate budget, as
+  kube-scheduler's leader-election client): a burst of Bindings cannot delay a renewal;
+- on shutdown the holder releases (empty holder, 1s duration) so a standby takes over at once.
 """
 
 from __future__ import annotations
@@ -30,12 +38,6 @@ log = structlog.get_logger("py-scheduler.leader")
 
 def _micro_now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse(ts: str | None) -> float:
-    if not ts:
-        return 0.0
-    return dt.datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
 class LeaderElector:
@@ -63,6 +65,10 @@ class LeaderElector:
         self.on_stopped = on_stopped
         self.leading = False
         self._stop = asyncio.Event()
+        # client-go's observedRecord/observedTime: the last lease spec we saw and the local
+        # monotonic time at which we saw it change.
+        self._observed: dict[str, Any] | None = None
+        self._observed_at = 0.0
 
     @property
     def path(self) -> str:
@@ -93,7 +99,10 @@ class LeaderElector:
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
-        expired = _parse(spec.get("renewTime")) + duration < time.time()
+        if spec != self._observed:
+            self._observed = dict(spec)
+            self._observed_at = time.monotonic()
+        expired = self._observed_at + duration < time.monotonic()
         if holder and holder != self.identity and not expired:
             return False
         new_spec: dict[str, Any] = dict(spec)
@@ -110,6 +119,8 @@ class LeaderElector:
             await self.client.call("PUT", f"{self.path}/{self.name}", body=lease)
         except Conflict:
             return False
+        self._observed = new_spec
+        self._observed_at = time.monotonic()
         return True
 
     async def run(self) -> None:

@@ -1,0 +1,114 @@
+"""Event handlers: typed deltas from the informers, routed to the cache and the queue.
+
+As kube-scheduler's ``eventhandlers.go``, this module only routes: the core
+(``SchedulerCore.on_*``) decides what an event means for the cache (assigned pods, nodes),
+the queue (our pending pods) and the queueing hints. It never sees the wire format (the
+informers decode with ``scheduler.decode``) and it does no I/O: a pending pod of ours that
+cannot be decoded is handed to ``on_rejected``, which the live layer turns into a log line
+and a FailedScheduling event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import structlog
+
+from scheduler.decode import ObjectDecoder
+from scheduler.deltas import Added, Deleted, Delta, Updated
+from scheduler.framework.interface import ClusterEvent
+from scheduler.schedule_one import SchedulerCore
+from scheduler.types import NodeRecord, PDBInfo, PodInfo, PriorityClassInfo
+
+__all__ = ["EventHandlers", "Namespace"]
+
+log = structlog.get_logger("py-scheduler")
+
+Namespace = tuple[str, dict[str, str]]  # name, labels
+Raw = Mapping[str, Any]
+
+
+class EventHandlers:
+    def __init__(
+        self,
+        core: SchedulerCore,
+        decoder: ObjectDecoder,
+        *,
+        scheduler_name: str,
+        namespace_labels: dict[str, dict[str, str]],
+        on_rejected: Callable[[Raw, str], None],
+    ) -> None:
+        self.core = core
+        self.decoder = decoder
+        self.scheduler_name = scheduler_name
+        self.namespace_labels = namespace_labels
+        self.on_rejected = on_rejected
+
+    # ------------------------------------------------------------------ pods
+    def pod(self, d: Delta[PodInfo]) -> None:
+        if isinstance(d, Added):
+            self.core.on_pod_add(d.new)
+        elif isinstance(d, Updated):
+            self.core.on_pod_update(d.old, d.new)
+        else:
+            self.core.on_pod_delete(d.old)
+
+    def pod_rejected(self, raw: Raw, error: Exception) -> None:
+        """A pod the decoder refused: ours and pending -> reported; anyone else's -> ignored
+        (as kube-scheduler, which never sees such pods: admission rejects them)."""
+        meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
+        ours = isinstance(spec, Mapping) and spec.get("schedulerName") == self.scheduler_name
+        if ours and not spec.get("nodeName"):
+            log.warning("pod_rejected", pod=key, error=str(error))
+            self.on_rejected(raw, str(error))
+            return
+        log.debug("object_rejected", kind="Pod", object=key, error=str(error))
+
+    # ------------------------------------------------------------------ nodes
+    def node(self, d: Delta[NodeRecord]) -> None:
+        if isinstance(d, Added):
+            self.core.on_node_add(d.new)
+        elif isinstance(d, Updated):
+            self.core.on_node_update(d.old, d.new)
+        else:
+            self.core.on_node_delete(d.old.name)
+
+    # ------------------------------------------------------------------ PDBs, classes
+    def pdb(self, d: Delta[PDBInfo]) -> None:
+        if isinstance(d, Deleted):
+            self.core.on_pdb_delete(d.old.key)
+        else:
+            self.core.on_pdb_set(d.new)
+
+    def priority_class(self, d: Delta[PriorityClassInfo]) -> None:
+        if isinstance(d, Deleted):
+            self.decoder.forget_priority_class(d.old.name)
+            self.core.on_priority_class_delete(d.old.name)
+        else:
+            self.core.on_priority_class_set(d.new)
+
+    # ------------------------------------------------------------------ namespaces
+    def namespace(self, d: Delta[Namespace]) -> None:
+        if isinstance(d, Deleted):
+            self.namespace_labels.pop(d.old[0], None)
+            return
+        name, labels = d.new
+        old = self.namespace_labels.get(name)
+        self.namespace_labels[name] = labels
+        if isinstance(d, Updated) and old != labels:
+            # A namespaceSelector of a pod affinity term may match now.
+            self.core.queue.move_all_to_active_or_backoff(
+                ClusterEvent("Namespace", "Update"), old, labels
+            )
+
+    def rejected(self, kind: str) -> Callable[[Raw, Exception], None]:
+        """on_error for kinds other than pods: log the object and field, keep going."""
+
+        def report(raw: Raw, error: Exception) -> None:
+            meta = raw.get("metadata") or {}
+            log.warning("object_rejected", kind=kind, object=meta.get("name"), error=str(error))
+
+        return report

@@ -1,0 +1,215 @@
+"""The Recorder port: what the scheduler tells the API about its decisions.
+
+- ``scheduled``: a ``Scheduled`` event (the Binding itself is the binder's).
+- ``failed``: the PodScheduled=False condition (with ``nominatedNodeName`` when it changes)
+  as a status patch, plus a ``FailedScheduling`` event. Patches are skipped when the pod's
+  condition message and nomination are what we last wrote.
+- ``rejected``: a FailedScheduling event for a pending pod of ours we cannot read.
+
+Events are core/v1 Events with simple de-duplication (same object, reason and message: the
+count goes up with a PATCH), sent through their own client so that they never eat the
+Bindings' rate budget (as kube-scheduler's event broadcaster has its own client).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from scheduler.kube.binder import pod_path
+from scheduler.kube.client import KubeClient
+from scheduler.kube.errors import ApiError
+from scheduler.metrics import Metrics
+from scheduler.types import PodInfo
+
+__all__ = ["COMPONENT", "EventRecorder", "now_rfc3339"]
+
+log = structlog.get_logger("py-scheduler")
+
+COMPONENT = "py-scheduler"
+EVENT_MESSAGE_LIMIT = 1024  # upstream truncates event notes to 1 KiB
+STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+EVENT_MEMO_LIMIT = 10000
+
+
+def now_rfc3339() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _truncate(msg: str, limit: int = EVENT_MESSAGE_LIMIT) -> str:
+    raw = msg.encode()
+    if len(raw) <= limit:
+        return msg
+    return raw[: limit - 3].decode(errors="ignore") + "..."
+
+
+@dataclass(slots=True)
+class _EventMemo:
+    name: str
+    message: str
+    count: int
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        client: KubeClient,
+        event_client: KubeClient,
+        *,
+        identity: str,
+        spawn: Callable[[Any], None],
+        metrics: Metrics,
+    ) -> None:
+        self.client = client
+        self.event_client = event_client
+        self.identity = identity
+        self.spawn = spawn
+        self.metrics = metrics
+        self._status_memo: dict[str, tuple[str, str | None]] = {}
+        self._event_memo: dict[tuple[str, str], _EventMemo] = {}
+        self._assumed: dict[str, tuple[float, int]] = {}
+
+    # ------------------------------------------------------------------ the port
+    def assumed(self, pod: PodInfo, attempts: int) -> None:
+        """Remember when the binding started (for the pod_bound log line)."""
+        self._assumed[pod.key] = (time.perf_counter(), attempts)
+
+    def scheduled(self, pod: PodInfo, node_name: str) -> None:
+        started, attempts = self._assumed.pop(pod.key, (0.0, 1))
+        log.info(
+            "pod_bound",
+            pod=pod.key,
+            node=node_name,
+            attempts=attempts,
+            bind_seconds=round(time.perf_counter() - started, 4) if started else None,
+        )
+        self.metrics.pod_scheduling_attempts.observe(attempts)
+        self._status_memo.pop(pod.key, None)
+        self.spawn(
+            self.event(
+                pod,
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {pod.key} to {node_name}",
+                action="Binding",
+            )
+        )
+
+    def failed(
+        self, pod: PodInfo, *, reason: str, message: str, nominated_node: str | None
+    ) -> None:
+        self._assumed.pop(pod.key, None)
+        want = (message, nominated_node)
+        if self._status_memo.get(pod.key) != want:
+            self._status_memo[pod.key] = want
+            status: dict[str, Any] = {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": reason,
+                        "message": message,
+                        "lastProbeTime": None,
+                        "lastTransitionTime": now_rfc3339(),
+                    }
+                ]
+            }
+            if nominated_node is not None:
+                status["nominatedNodeName"] = nominated_node or None
+            self.spawn(self.patch_status(pod, {"status": status}))
+        self.spawn(self.event(pod, "Warning", "FailedScheduling", message, action="Scheduling"))
+
+    def rejected(self, raw: Mapping[str, Any], message: str) -> None:
+        meta = raw.get("metadata") or {}
+        self.spawn(self.raw_event(meta, "Warning", "FailedScheduling", message))
+
+    def forget(self, key: str) -> None:
+        """The pod is gone: drop what we remembered of it."""
+        self._status_memo.pop(key, None)
+        self._assumed.pop(key, None)
+
+    def clear_nomination(self, pod: PodInfo) -> None:
+        self._status_memo.pop(pod.key, None)
+        self.spawn(self.patch_status(pod, {"status": {"nominatedNodeName": None}}))
+
+    # ------------------------------------------------------------------ calls
+    async def patch_status(self, pod: PodInfo, patch: Mapping[str, Any]) -> None:
+        try:
+            await self.client.request(
+                "PATCH",
+                pod_path(pod.namespace, pod.name) + "/status",
+                body=patch,
+                content_type=STRATEGIC,
+            )
+        except ApiError as e:
+            if e.status != 404:
+                log.warning("status_patch_failed", pod=pod.key, error=str(e))
+
+    async def event(
+        self, pod: PodInfo, event_type: str, reason: str, message: str, *, action: str
+    ) -> None:
+        meta = {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid}
+        await self.raw_event(meta, event_type, reason, message, action=action)
+
+    async def raw_event(
+        self,
+        meta: Mapping[str, Any],
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        action: str = "Scheduling",
+    ) -> None:
+        ns = str(meta.get("namespace") or "default")
+        name = str(meta.get("name") or "")
+        note = _truncate(message)
+        now = now_rfc3339()
+        memo_key = (f"{ns}/{name}", reason)
+        memo = self._event_memo.get(memo_key)
+        try:
+            if memo is not None and memo.message == note:
+                memo.count += 1
+                await self.event_client.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{ns}/events/{memo.name}",
+                    body={"count": memo.count, "lastTimestamp": now},
+                    content_type=MERGE,
+                )
+                return
+            body = {
+                "metadata": {"generateName": f"{name}.", "namespace": ns},
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "namespace": ns,
+                    "name": name,
+                    "uid": str(meta.get("uid") or ""),
+                },
+                "reason": reason,
+                "message": note,
+                "type": event_type,
+                "action": action,
+                "source": {"component": COMPONENT},
+                "reportingComponent": COMPONENT,
+                "reportingInstance": self.identity,
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+            }
+            out = await self.event_client.request(
+                "POST", f"/api/v1/namespaces/{ns}/events", body=body
+            )
+            ev_name = str((out.get("metadata") or {}).get("name") or "")
+            if len(self._event_memo) >= EVENT_MEMO_LIMIT:
+                self._event_memo.clear()
+            self._event_memo[memo_key] = _EventMemo(ev_name, note, 1)
+        except ApiError as e:
+            if memo is not None and e.status == 404:
+                self._event_memo.pop(memo_key, None)
+            log.warning("event_failed", pod=f"{ns}/{name}", reason=reason, error=str(e))

@@ -1,0 +1,374 @@
+"""Informers: client-go's list-watch semantics for every kind the scheduler reads.
+
+What it owns: for one resource, a reflector (LIST, then WATCH from the list's
+resourceVersion with bookmarks, re-watching from the last seen version when a stream ends or
+breaks, and re-listing only when the version expired: 410 Gone) and a store (key -> decoded
+record plus its uid and resourceVersion). What it does not own: what the records mean. The
+store hands typed deltas to one handler (``scheduler.eventhandlers``), which routes them to
+the cache and the queue; handlers never see the wire format.
+
+Data flow (as client-go's Reflector -> DeltaFIFO -> Indexer -> handler, without the FIFO:
+everything runs on one event loop, so a delta is handled before the next line is read)::
+
+      LIST (paged, consistent)          WATCH ?resourceVersion=R&allowWatchBookmarks
+             |                                   |  ADDED / MODIFIED / DELETED / BOOKMARK
+             v                                   v
+      Store.replace(items, R)            Store.apply(type, object)
+        - Added for new keys               - never goes back: an object older than the
+        - Updated(old, new) for changed      stored one (resourceVersion) is dropped
+        - Deleted for keys that vanished   - uid change = Deleted(old) + Added(new)
+          while we were not watching
+             \\_____________ typed deltas ______________/
+                               v
+                         handler(delta)
+
+Failure handling follows client-go's reflector: a stream that ends (server timeout) is
+re-opened from the last resourceVersion (bookmarks keep it fresh); a refused or broken
+connection is retried with backoff from the same version, without a relist (the API server
+is most likely restarting and the watch cache will serve the version again); "410 Gone" or
+an expired version relists and replaces the store, so every deletion made during the gap is
+delivered as a Deleted delta. There is no periodic resync: correctness never depends on one.
+
+Decoding happens here, once per object version (``decode``); a record that cannot be decoded
+is reported through ``on_error`` and the previous good version stays in the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import structlog
+
+from scheduler.deltas import Added, Deleted, Delta, Updated
+from scheduler.kube.errors import ApiError, Unreachable
+
+__all__ = [
+    "Added",
+    "Deleted",
+    "Delta",
+    "Informer",
+    "ListWatcher",
+    "Resource",
+    "Store",
+    "Updated",
+]
+
+log = structlog.get_logger("py-scheduler.informer")
+
+T = TypeVar("T")
+Raw = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """An API collection: ``path`` lists it cluster-wide; ``kind`` names it in logs."""
+
+    kind: str
+    path: str
+    namespaced: bool
+
+
+def object_key(raw: Raw, namespaced: bool) -> str:
+    meta = raw.get("metadata") or {}
+    name = str(meta.get("name") or "")
+    return f"{meta.get('namespace') or 'default'}/{name}" if namespaced else name
+
+
+def _rv(text: str) -> int | None:
+    """etcd-backed resourceVersions are integers; the API contract calls them opaque, so a
+    version that is not a number is never compared."""
+    return int(text) if text.isdigit() else None
+
+
+@dataclass(slots=True)
+class _Entry(Generic[T]):
+    uid: str
+    rv: str
+    obj: T | None  # None: never decoded successfully (reported through on_error)
+
+
+class Store(Generic[T]):
+    """Decoded records by key, with the uid and resourceVersion each was decoded from.
+
+    ``apply`` takes one watch event, ``replace`` a full listing; both return the typed deltas
+    to hand on. Runtime complexity: ``apply`` O(1) plus one decode; ``replace`` O(n) plus one
+    decode per new or changed object (unchanged versions are not decoded again).
+    """
+
+    def __init__(
+        self,
+        *,
+        namespaced: bool,
+        decode: Callable[[Raw], T],
+        on_error: Callable[[Raw, Exception], None],
+        errors: tuple[type[Exception], ...] = (ValueError,),
+    ) -> None:
+        self.namespaced = namespaced
+        self.decode = decode
+        self.on_error = on_error
+        self.errors = errors
+        self._items: dict[str, _Entry[T]] = {}
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._items
+
+    def get(self, key: str) -> T | None:
+        e = self._items.get(key)
+        return None if e is None else e.obj
+
+    def keys(self) -> list[str]:
+        return list(self._items)
+
+    def values(self) -> Iterator[T]:
+        return (e.obj for e in self._items.values() if e.obj is not None)
+
+    def _decode(self, raw: Raw) -> T | None:
+        try:
+            return self.decode(raw)
+        except self.errors as e:
+            self.on_error(raw, e)
+            return None
+
+    def apply(self, event_type: str, raw: Raw) -> list[Delta[T]]:
+        meta = raw.get("metadata") or {}
+        key = object_key(raw, self.namespaced)
+        uid = str(meta.get("uid") or "")
+        rv = str(meta.get("resourceVersion") or "")
+        old = self._items.get(key)
+        if event_type == "DELETED":
+            if old is None or (old.uid and uid and old.uid != uid):
+                return []  # never knew it, or a deletion of an older incarnation
+            del self._items[key]
+            return [] if old.obj is None else [Deleted(old.obj)]
+        return self._upsert(key, uid, rv, raw, old)
+
+    def _upsert(
+        self, key: str, uid: str, rv: str, raw: Raw, old: _Entry[T] | None
+    ) -> list[Delta[T]]:
+        if old is not None and old.uid == uid:
+            if old.rv == rv:
+                return []
+            new_v, old_v = _rv(rv), _rv(old.rv)
+            if new_v is not None and old_v is not None and new_v < old_v:
+                log.debug("stale_object_dropped", key=key, stored=old.rv, received=rv)
+                return []
+        obj = self._decode(raw)
+        if obj is None:
+            if old is None or old.uid != uid:
+                # A new incarnation we cannot read: the old one is gone all the same.
+                self._items[key] = _Entry(uid, rv, None)
+                return [] if old is None or old.obj is None else [Deleted(old.obj)]
+            old.rv = rv  # keep the last good version; do not go back to this one
+            return []
+        self._items[key] = _Entry(uid, rv, obj)
+        if old is None or old.obj is None:
+            return [Added(obj)]
+        if old.uid != uid:
+            return [Deleted(old.obj), Added(obj)]  # deleted and re-created under the name
+        return [Updated(old.obj, obj)]
+
+    def replace(self, items: list[Raw]) -> list[Delta[T]]:
+        """A full listing: upsert every item, then delete what the listing lacks."""
+        deltas: list[Delta[T]] = []
+        seen: set[str] = set()
+        for raw in items:
+            meta = raw.get("metadata") or {}
+            key = object_key(raw, self.namespaced)
+            seen.add(key)
+            deltas.extend(
+                self._upsert(
+                    key,
+                    str(meta.get("uid") or ""),
+                    str(meta.get("resourceVersion") or ""),
+                    raw,
+                    self._items.get(key),
+                )
+            )
+        for key in [k for k in self._items if k not in seen]:
+            gone = self._items.pop(key)
+            if gone.obj is not None:
+                deltas.append(Deleted(gone.obj, final_state_unknown=True))
+        return deltas
+
+
+class ListWatcher(Protocol):
+    """What an informer needs from the API (``KubeClient`` implements it)."""
+
+    async def request(
+        self, method: str, path: str, *, query: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]: ...
+
+    def stream(
+        self, path: str, *, query: Mapping[str, Any], read_timeout: float
+    ) -> AsyncIterator[bytes]: ...
+
+
+class _Relist(Exception):
+    """The watch cannot resume from our resourceVersion (410 Gone / expired)."""
+
+
+class Informer(Generic[T]):
+    """One resource's reflector + store; ``run()`` until cancelled.
+
+    ``handler`` gets every delta, in order, on the event loop; an exception in it is logged
+    and does not stop the informer. ``synced`` is set after the first listing was handed on.
+    """
+
+    def __init__(
+        self,
+        lw: ListWatcher,
+        resource: Resource,
+        *,
+        decode: Callable[[Raw], T],
+        handler: Callable[[Delta[T]], None],
+        on_error: Callable[[Raw, Exception], None],
+        decode_errors: tuple[type[Exception], ...] = (ValueError,),
+        loads: Callable[[bytes], Any],
+        page_size: int = 500,
+        min_watch_timeout: float = 300.0,
+        backoff: tuple[float, float] = (0.5, 8.0),
+    ) -> None:
+        self.lw = lw
+        self.resource = resource
+        self.handler = handler
+        self.loads = loads
+        self.page_size = page_size
+        self.min_watch_timeout = min_watch_timeout
+        self.backoff_initial, self.backoff_max = backoff
+        self.store: Store[T] = Store(
+            namespaced=resource.namespaced, decode=decode, on_error=on_error, errors=decode_errors
+        )
+        self.synced = asyncio.Event()
+        self.resource_version = ""
+        self.relists = 0  # listings after the first (for tests and logs)
+
+    # ------------------------------------------------------------------ public
+    async def run(self) -> None:
+        delay = self.backoff_initial
+        while True:
+            try:
+                await self._list()
+                delay = self.backoff_initial
+                await self._watch_until_expired()
+            except _Relist:
+                log.info("watch_expired_relisting", kind=self.resource.kind)
+                continue
+            except ApiError as e:
+                log.warning("list_failed", kind=self.resource.kind, error=str(e), retry_in=delay)
+                await asyncio.sleep(delay * (1 + random.random() * 0.2))
+                delay = min(delay * 2, self.backoff_max)
+
+    # ------------------------------------------------------------------ list
+    async def _list(self) -> None:
+        items: list[Raw] = []
+        cont = ""
+        rv = ""
+        limit: int | None = self.page_size
+        while True:
+            q: dict[str, Any] = {}
+            if limit:
+                q["limit"] = limit
+            if cont:
+                q["continue"] = cont
+            try:
+                out = await self.lw.request("GET", self.resource.path, query=q)
+            except ApiError as e:
+                if e.status == 410 and cont:
+                    # The continue token expired mid-listing: start over in one page.
+                    items, cont, rv, limit = [], "", "", None
+                    continue
+                raise
+            meta = out.get("metadata") or {}
+            if not rv:
+                rv = str(meta.get("resourceVersion") or "")
+            items.extend(out.get("items") or [])
+            cont = str(meta.get("continue") or "")
+            if not cont:
+                break
+        if self.synced.is_set():
+            self.relists += 1
+        self.resource_version = rv
+        self._deliver(self.store.replace(items))
+        if not self.synced.is_set():
+            log.debug("informer_synced", kind=self.resource.kind, objects=len(self.store))
+        self.synced.set()
+
+    # ------------------------------------------------------------------ watch
+    async def _watch_until_expired(self) -> None:
+        """Watch from the current resourceVersion, over and over; returns never, raises
+        _Relist when the version expired and ApiError for anything a relist should fix."""
+        delay = self.backoff_initial
+        while True:
+            timeout = int(self.min_watch_timeout * (1 + random.random()))
+            q = {
+                "watch": "1",
+                "resourceVersion": self.resource_version,
+                "allowWatchBookmarks": "true",
+                "timeoutSeconds": timeout,
+            }
+            try:
+                async for line in self.lw.stream(
+                    self.resource.path, query=q, read_timeout=timeout + 60
+                ):
+                    self._on_line(line)
+                    delay = self.backoff_initial
+            except Unreachable as e:
+                # The API server is most likely restarting: resume from the same version.
+                log.info("watch_broken", kind=self.resource.kind, error=str(e), retry_in=delay)
+                await asyncio.sleep(delay * (1 + random.random() * 0.2))
+                delay = min(delay * 2, self.backoff_max)
+            except ApiError as e:
+                if e.status == 410:
+                    raise _Relist from e
+                if e.status in (429, 500, 503, 504):
+                    log.info("watch_refused", kind=self.resource.kind, error=str(e))
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, self.backoff_max)
+                    continue
+                raise
+
+    def _on_line(self, line: bytes) -> None:
+        try:
+            event = self.loads(line)
+            etype = str(event["type"])
+            obj = event["object"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise Unreachable(f"watch {self.resource.path}: undecodable event: {e}") from e
+        if etype == "ERROR":
+            code = int(obj.get("code") or 0) if isinstance(obj, Mapping) else 0
+            message = obj.get("message", "") if isinstance(obj, Mapping) else str(obj)
+            if code == 410:
+                raise _Relist(message)
+            raise ApiError(f"watch {self.resource.path}: {message}", status=code)
+        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if etype != "BOOKMARK":
+            self._deliver(self.store.apply(etype, obj))
+        if rv:
+            self.resource_version = rv
+
+    def _deliver(self, deltas: list[Delta[T]]) -> None:
+        for d in deltas:
+            try:
+                self.handler(d)
+            except Exception:  # a bug in a handler must not stop the watch
+                log.exception("handler_failed", kind=self.resource.kind)
+
+
+@contextlib.asynccontextmanager
+async def running(*informers: Informer[Any]) -> AsyncIterator[list[asyncio.Task[None]]]:
+    """Run informers as tasks for the duration of a ``with`` block."""
+    tasks = [asyncio.create_task(i.run(), name=f"informer-{i.resource.kind}") for i in informers]
+    try:
+        yield tasks
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

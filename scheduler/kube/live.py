@@ -1,0 +1,201 @@
+"""LiveScheduler: the Scheduler wired to a real API server (upstream's ``scheduler.New``).
+
+What it builds, once: three clients with separate rate budgets (the main one for lists,
+watches, bindings, status patches and deletes; one for events; the leader-election lock has
+its own, made by ``operator.py``), the decoder, the core's ports (binder, event recorder,
+preemption executor), the event handlers and one informer per watched kind.
+
+Start-up order: namespaces, PriorityClasses, nodes and PDBs are listed first (pods need the
+classes to resolve their priority), then pods; when every informer has handed on its first
+listing the scheduler is marked synced and may start cycles (kube-scheduler's
+WaitForCacheSync). After that each informer keeps its store current on its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from scheduler.config import SchedulerConfig
+from scheduler.decode import ObjectDecoder
+from scheduler.eventhandlers import EventHandlers
+from scheduler.kube.binder import Binder
+from scheduler.kube.client import KubeClient, load_configuration, loads_json
+from scheduler.kube.events import EventRecorder
+from scheduler.kube.informer import Informer, Resource
+from scheduler.kube.preemption import PreemptionExecutor
+from scheduler.metrics import Metrics
+from scheduler.scheduler import Scheduler
+from scheduler.types import ParseError, UnknownPriorityClassError
+
+__all__ = ["RESOURCES", "LiveScheduler", "list_cluster"]
+
+log = structlog.get_logger("py-scheduler")
+
+RESOURCES = {
+    "namespaces": Resource("Namespace", "/api/v1/namespaces", namespaced=False),
+    "priorityclasses": Resource(
+        "PriorityClass", "/apis/scheduling.k8s.io/v1/priorityclasses", namespaced=False
+    ),
+    "nodes": Resource("Node", "/api/v1/nodes", namespaced=False),
+    "poddisruptionbudgets": Resource(
+        "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", namespaced=True
+    ),
+    "pods": Resource("Pod", "/api/v1/pods", namespaced=True),
+}
+DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
+
+
+class LiveScheduler:
+    def __init__(
+        self,
+        config: SchedulerConfig,
+        client: KubeClient,
+        *,
+        identity: str,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        # Events have a budget of their own (kube-scheduler's event client).
+        self.event_client = client.derive(qps=config.qps, burst=config.burst, pool_size=16)
+        self.metrics = metrics or Metrics(config.scheduler_name)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.decoder = ObjectDecoder()
+        namespace_labels: dict[str, dict[str, str]] = {}
+
+        self.recorder = EventRecorder(
+            client, self.event_client, identity=identity, spawn=self.spawn, metrics=self.metrics
+        )
+        self.executor = PreemptionExecutor(
+            client,
+            self.recorder,
+            asynchronous=config.async_preemption,
+            metrics=self.metrics,
+            wake=self._wake,
+        )
+        self.binder = Binder(
+            client, on_result=self._bind_result, spawn=self.spawn, metrics=self.metrics
+        )
+        self.scheduler = Scheduler(
+            config,
+            binder=self.binder,
+            recorder=self.recorder,
+            actions=self.executor,
+            identity=identity,
+            namespace_labels=namespace_labels,
+            metrics=self.metrics,
+            on_assumed=self.recorder.assumed,
+            settle_preemption=None if config.async_preemption else self.executor.settle,
+        )
+        self.executor.attach(self.scheduler.core)
+        self.handlers = EventHandlers(
+            self.scheduler.core,
+            self.decoder,
+            scheduler_name=config.scheduler_name,
+            namespace_labels=namespace_labels,
+            on_rejected=self.recorder.rejected,
+        )
+        h = self.handlers
+        d = self.decoder
+        self.informers: dict[str, Informer[Any]] = {
+            "namespaces": self._informer("namespaces", d.namespace, h.namespace),
+            "priorityclasses": self._informer(
+                "priorityclasses", d.priority_class, h.priority_class
+            ),
+            "nodes": self._informer("nodes", d.node, h.node),
+            "poddisruptionbudgets": self._informer("poddisruptionbudgets", d.pdb, h.pdb),
+            "pods": self._informer("pods", d.pod, self._on_pod, on_error=h.pod_rejected),
+        }
+
+    def _informer(
+        self,
+        kind: str,
+        decode: Callable[[Any], Any],
+        handler: Callable[[Any], None],
+        *,
+        on_error: Callable[[Any, Exception], None] | None = None,
+    ) -> Informer[Any]:
+        res = RESOURCES[kind]
+        return Informer(
+            self.client,
+            res,
+            decode=decode,
+            handler=handler,
+            on_error=on_error or self.handlers.rejected(res.kind),
+            decode_errors=DECODE_ERRORS,
+            loads=loads_json,
+        )
+
+    # ------------------------------------------------------------------ plumbing
+    def spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _wake(self) -> None:
+        self.scheduler.wake()
+
+    def _bind_result(self, key: str, outcome: str, message: str) -> None:
+        self.scheduler.core.on_bind_result(key, outcome, message)
+
+    def _on_pod(self, delta: Any) -> None:
+        self.handlers.pod(delta)
+        if getattr(delta, "new", None) is None:  # Deleted
+            self.recorder.forget(delta.old.key)
+
+    # ------------------------------------------------------------------ lifecycle
+    async def run(self) -> None:
+        """Informers, then (once synced) the scheduling loop; until cancelled."""
+        first = {k: i for k, i in self.informers.items() if k != "pods"}
+        tasks = [asyncio.create_task(i.run(), name=f"informer-{k}") for k, i in first.items()]
+        try:
+            await asyncio.gather(*(i.synced.wait() for i in first.values()))
+            pods = self.informers["pods"]
+            tasks.append(asyncio.create_task(pods.run(), name="informer-pods"))
+            await pods.synced.wait()
+            self.scheduler.mark_synced(**{k: len(i.store) for k, i in self.informers.items()})
+            await self.scheduler.run()
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def stop(self, *, drain_seconds: float = 10.0) -> None:
+        """Stop taking pods, then wait (bounded) for bindings and API calls in flight."""
+        await self.scheduler.stop()
+        pending = [t for t in self._tasks if not t.done()]
+        if pending:
+            log.info("draining", calls=len(pending))
+            await asyncio.wait(pending, timeout=drain_seconds)
+
+    async def close(self) -> None:
+        await self.event_client.close()
+
+
+async def list_cluster(
+    kubeconfig: str | None, *, qps: float, burst: int
+) -> dict[str, list[dict[str, Any]]]:
+    """One paged LIST of every kind the scheduler watches (for ``explain``)."""
+    client = KubeClient(await load_configuration(kubeconfig), qps=qps, burst=burst)
+    try:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for kind, res in RESOURCES.items():
+            items: list[dict[str, Any]] = []
+            cont = ""
+            while True:
+                q: dict[str, Any] = {"limit": 500}
+                if cont:
+                    q["continue"] = cont
+                page = await client.request("GET", res.path, query=q)
+                items.extend(page.get("items") or [])
+                cont = str((page.get("metadata") or {}).get("continue") or "")
+                if not cont:
+                    break
+            out[kind] = items
+        return out
+    finally:
+        await client.close()

@@ -154,8 +154,8 @@ class Store(Generic[T]):
         self, key: str, uid: str, rv: str, raw: Raw, old: _Entry[T] | None
     ) -> list[Delta[T]]:
         if old is not None and old.uid == uid:
-            if old.rv == rv:
-                return []
+            if rv and old.rv == rv:
+                return []  # the same version again (a relist of an unchanged object)
             new_v, old_v = _rv(rv), _rv(old.rv)
             if new_v is not None and old_v is not None and new_v < old_v:
                 log.debug("stale_object_dropped", key=key, stored=old.rv, received=rv)

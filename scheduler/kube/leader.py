@@ -53,6 +53,7 @@ class LeaderElector:
         retry_period: float,
         on_started: Callable[[], None],
         on_stopped: Callable[[], None],
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
         self.identity = identity
@@ -64,6 +65,7 @@ class LeaderElector:
         self.on_started = on_started
         self.on_stopped = on_stopped
         self.leading = False
+        self.monotonic = monotonic
         self._stop = asyncio.Event()
         # client-go's observedRecord/observedTime: the last lease spec we saw and the local
         # monotonic time at which we saw it change.
@@ -101,8 +103,8 @@ class LeaderElector:
         duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
         if spec != self._observed:
             self._observed = dict(spec)
-            self._observed_at = time.monotonic()
-        expired = self._observed_at + duration < time.monotonic()
+            self._observed_at = self.monotonic()
+        expired = self._observed_at + duration < self.monotonic()
         if holder and holder != self.identity and not expired:
             return False
         new_spec: dict[str, Any] = dict(spec)
@@ -120,7 +122,7 @@ class LeaderElector:
         except Conflict:
             return False
         self._observed = new_spec
-        self._observed_at = time.monotonic()
+        self._observed_at = self.monotonic()
         return True
 
     async def run(self) -> None:
@@ -131,7 +133,7 @@ class LeaderElector:
             except (ApiError, TimeoutError) as e:
                 ok = False
                 log.warning("lease_error", lease=f"{self.namespace}/{self.name}", error=str(e))
-            now = time.monotonic()
+            now = self.monotonic()
             if ok:
                 last_renew = now
                 if not self.leading:

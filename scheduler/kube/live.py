@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
 from scheduler.decode import ObjectDecoder
 from scheduler.eventhandlers import EventHandlers
@@ -57,6 +58,7 @@ class LiveScheduler:
         *,
         identity: str,
         metrics: Metrics | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
         self.client = client
@@ -88,6 +90,7 @@ class LiveScheduler:
             identity=identity,
             namespace_labels=namespace_labels,
             metrics=self.metrics,
+            clock=clock,
             on_assumed=self.recorder.assumed,
             settle_preemption=None if config.async_preemption else self.executor.settle,
         )

@@ -1,0 +1,331 @@
+"""The informer's store and reflector against a scripted API (no network): client-go's
+semantics of Replace (deletions during a gap), resourceVersion ordering, bookmarks, and
+when a watch resumes versus when it relists."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from scheduler.deltas import Added, Deleted, Delta, Updated
+from scheduler.kube.errors import Unreachable, error_for_status
+from scheduler.kube.informer import Informer, Resource, Store
+from tests.unit.kube.fakekube import FakeKube
+
+PODS = Resource("Pod", "/api/v1/pods", namespaced=True)
+
+
+def obj(
+    name: str, rv: str, *, uid: str = "", value: int = 0, ns: str = "default"
+) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "uid": uid or f"uid-{name}",
+            "resourceVersion": rv,
+        },
+        "value": value,
+    }
+
+
+def decode(raw: Mapping[str, Any]) -> tuple[str, int]:
+    if raw.get("value") == -1:
+        raise ValueError(f"pod {raw['metadata']['name']}: value: must not be -1")
+    return raw["metadata"]["name"], int(raw["value"])
+
+
+def store(errors: list[str] | None = None) -> Store[tuple[str, int]]:
+    sink = [] if errors is None else errors
+    return Store(
+        namespaced=True,
+        decode=decode,
+        on_error=lambda raw, e: sink.append(str(e)),
+        errors=(ValueError,),
+    )
+
+
+# ---------------------------------------------------------------------------- the store
+
+
+def test_replace_emits_adds_updates_and_deletes_for_what_vanished_during_a_gap() -> None:
+    s = store()
+    s.replace([obj("a", "1"), obj("b", "2"), obj("c", "3")])
+    deltas = s.replace([obj("a", "1"), obj("b", "9", value=5), obj("d", "10")])
+    assert deltas == [
+        Updated(("b", 0), ("b", 5)),
+        Added(("d", 0)),
+        Deleted(("c", 0), final_state_unknown=True),
+    ]
+    assert sorted(s.keys()) == ["default/a", "default/b", "default/d"]
+
+
+def test_a_relisted_object_under_a_new_uid_is_a_delete_then_an_add() -> None:
+    s = store()
+    s.replace([obj("a", "1")])
+    assert s.replace([obj("a", "5", uid="second", value=2)]) == [
+        Deleted(("a", 0)),
+        Added(("a", 2)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("events", "expected", "final"),
+    [
+        pytest.param(
+            [("ADDED", obj("a", "5")), ("MODIFIED", obj("a", "4", value=9))],
+            [Added(("a", 0))],
+            ("a", 0),
+            id="an older resourceVersion never replaces a newer one",
+        ),
+        pytest.param(
+            [("ADDED", obj("a", "5")), ("MODIFIED", obj("a", "5", value=9))],
+            [Added(("a", 0))],
+            ("a", 0),
+            id="the same version again is not a change",
+        ),
+        pytest.param(
+            [("ADDED", obj("a", "5")), ("MODIFIED", obj("a", "12", value=9))],
+            [Added(("a", 0)), Updated(("a", 0), ("a", 9))],
+            ("a", 9),
+            id="a newer version is an update with old and new (numeric, not text, order)",
+        ),
+        pytest.param(
+            [("ADDED", obj("a", "5")), ("DELETED", obj("a", "6", uid="older"))],
+            [Added(("a", 0))],
+            ("a", 0),
+            id="the deletion of an older incarnation does not delete the current one",
+        ),
+        pytest.param(
+            [("ADDED", obj("a", "5")), ("DELETED", obj("a", "6"))],
+            [Added(("a", 0)), Deleted(("a", 0))],
+            None,
+            id="a deletion hands on the last known state",
+        ),
+        pytest.param(
+            [("DELETED", obj("a", "6"))],
+            [],
+            None,
+            id="the deletion of an unknown object is nothing",
+        ),
+    ],
+)
+def test_watch_events(
+    events: list[tuple[str, dict[str, Any]]],
+    expected: list[Delta[tuple[str, int]]],
+    final: tuple[str, int] | None,
+) -> None:
+    s = store()
+    out: list[Delta[tuple[str, int]]] = []
+    for etype, raw in events:
+        out.extend(s.apply(etype, raw))
+    assert out == expected
+    assert s.get("default/a") == final
+
+
+def test_an_undecodable_version_is_reported_and_the_last_good_one_kept() -> None:
+    errors: list[str] = []
+    s = store(errors)
+    s.apply("ADDED", obj("a", "1", value=3))
+    assert s.apply("MODIFIED", obj("a", "2", value=-1)) == []
+    assert errors == ["pod a: value: must not be -1"]
+    assert s.get("default/a") == ("a", 3)
+    # Later versions are compared with the bad one's version, never go back before it.
+    assert s.apply("MODIFIED", obj("a", "1", value=4)) == []
+    assert s.apply("MODIFIED", obj("a", "3", value=4)) == [Updated(("a", 3), ("a", 4))]
+
+
+def test_an_object_never_decoded_is_tracked_but_hands_on_nothing() -> None:
+    s = store([])
+    assert s.apply("ADDED", obj("a", "1", value=-1)) == []
+    assert "default/a" in s and s.get("default/a") is None
+    assert s.replace([]) == []  # vanished, but nothing was ever handed on
+    assert s.apply("MODIFIED", obj("b", "1", value=-1)) == []
+    assert s.apply("MODIFIED", obj("b", "2", value=1)) == [Added(("b", 1))]
+
+
+# ---------------------------------------------------------------------------- the reflector
+
+
+class Run:
+    """An informer over FakeKube, with its deltas recorded."""
+
+    def __init__(self, api: FakeKube, *, page_size: int = 500) -> None:
+        self.api = api
+        self.deltas: list[Delta[tuple[str, int]]] = []
+        self.informer: Informer[tuple[str, int]] = Informer(
+            api,
+            PODS,
+            decode=decode,
+            handler=self.deltas.append,
+            on_error=lambda raw, e: None,
+            loads=json.loads,
+            page_size=page_size,
+            backoff=(0.0, 0.0),
+        )
+        self.task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Run:
+        self.task = asyncio.create_task(self.informer.run())
+        await asyncio.wait_for(self.informer.synced.wait(), 5)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+    async def until(self, cond: Any) -> None:
+        for _ in range(1000):
+            if cond():
+                return
+            await asyncio.sleep(0)
+        raise AssertionError("condition not reached")
+
+
+def listing(rv: str, *items: dict[str, Any], cont: str = "") -> dict[str, Any]:
+    meta: dict[str, Any] = {"resourceVersion": rv}
+    if cont:
+        meta["continue"] = cont
+    return {"metadata": meta, "items": list(items)}
+
+
+def test_list_then_watch_from_the_lists_version_with_bookmarks() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.lists[PODS.path] = [listing("100", obj("a", "90"))]
+        async with Run(api) as r:
+            assert r.deltas == [Added(("a", 0))]
+            await r.until(lambda: api.watch_queries)
+            q = api.watch_queries[0]
+            assert q["resourceVersion"] == "100" and q["allowWatchBookmarks"] == "true"
+            assert 300 <= q["timeoutSeconds"] <= 600
+            api.push(PODS.path, "MODIFIED", obj("a", "101", value=1))
+            api.push(PODS.path, "BOOKMARK", {"metadata": {"resourceVersion": "150"}})
+            await r.until(lambda: r.informer.resource_version == "150")
+            assert r.deltas[-1] == Updated(("a", 0), ("a", 1))
+            # The server ends the stream (its timeout): resume from the bookmark, no relist.
+            api.end_stream(PODS.path)
+            await r.until(lambda: len(api.watch_queries) == 2)
+            assert api.watch_queries[1]["resourceVersion"] == "150"
+            assert len(api.list_queries) == 1 and r.informer.relists == 0
+
+    asyncio.run(go())
+
+
+def test_a_broken_connection_resumes_from_the_same_version_without_a_relist() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.lists[PODS.path] = [listing("100", obj("a", "90"))]
+        async with Run(api) as r:
+            await r.until(lambda: api.watch_queries)
+            api.push(PODS.path, "ADDED", obj("b", "105"))
+            api.end_stream(PODS.path, Unreachable("connection reset"))
+            await r.until(lambda: len(api.watch_queries) == 2)
+            assert api.watch_queries[1]["resourceVersion"] == "105"
+            assert r.informer.relists == 0
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param("event", id="410 as an ERROR event in the stream"),
+        pytest.param("status", id="410 as the watch request's status"),
+    ],
+)
+def test_an_expired_version_relists_and_delivers_deletions_made_during_the_gap(how: str) -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.lists[PODS.path] = [
+            listing("100", obj("a", "90"), obj("b", "91")),
+            listing("300", obj("b", "91"), obj("c", "250")),
+        ]
+        async with Run(api) as r:
+            await r.until(lambda: api.watch_queries)
+            if how == "event":
+                api.push(PODS.path, "ERROR", {"kind": "Status", "code": 410, "message": "too old"})
+            else:
+                api.end_stream(PODS.path, Unreachable("apiserver restarting"))
+                api.fail("WATCH", PODS.path, 410)
+            await r.until(lambda: r.informer.relists == 1)
+            assert r.deltas[2:] == [Added(("c", 0)), Deleted(("a", 0), final_state_unknown=True)]
+            await r.until(lambda: api.watch_queries[-1]["resourceVersion"] == "300")
+            assert sorted(r.informer.store.keys()) == ["default/b", "default/c"]
+
+    asyncio.run(go())
+
+
+def test_paged_lists_follow_continue_tokens_and_restart_whole_when_one_expires() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.lists[PODS.path] = [
+            listing("100", obj("a", "1"), cont="t1"),
+            listing("999", obj("b", "2")),  # later pages' versions do not count
+        ]
+        async with Run(api, page_size=1) as r:
+            assert [q.get("continue") for q in api.list_queries] == [None, "t1"]
+            assert r.informer.resource_version == "100"
+            assert {d.new for d in r.deltas if isinstance(d, Added)} == {("a", 0), ("b", 0)}
+
+        api = FakeKube()
+        api.lists[PODS.path] = [
+            listing("100", obj("a", "1"), cont="t1"),
+            listing("200", obj("a", "1"), obj("b", "2")),
+        ]
+        api.failures[("GET", PODS.path)] = []
+        original = api.request
+
+        async def expiring(method: str, path: str, **kw: Any) -> dict[str, Any]:
+            if (kw.get("query") or {}).get("continue"):
+                raise error_for_status(410, "continue token expired")
+            return await original(method, path, **kw)
+
+        api.request = expiring  # type: ignore[method-assign]
+        async with Run(api, page_size=1) as r:
+            assert "limit" not in api.list_queries[-1]  # restarted in one page
+            assert r.informer.resource_version == "200"
+            assert sorted(r.informer.store.keys()) == ["default/a", "default/b"]
+
+    asyncio.run(go())
+
+
+def test_a_failing_handler_does_not_stop_the_informer() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.lists[PODS.path] = [listing("100")]
+        seen: list[Any] = []
+
+        def handler(d: Any) -> None:
+            seen.append(d)
+            raise RuntimeError("bug")
+
+        inf: Informer[tuple[str, int]] = Informer(
+            api,
+            PODS,
+            decode=decode,
+            handler=handler,
+            on_error=lambda r, e: None,
+            loads=json.loads,
+            backoff=(0.0, 0.0),
+        )
+        task = asyncio.create_task(inf.run())
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        for _ in range(50):
+            await asyncio.sleep(0)
+        api.push(PODS.path, "ADDED", obj("a", "101"))
+        api.push(PODS.path, "ADDED", obj("b", "102"))
+        for _ in range(200):
+            if len(seen) == 2:
+                break
+            await asyncio.sleep(0)
+        assert len(seen) == 2 and not task.done()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(go())

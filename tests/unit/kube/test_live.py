@@ -1,0 +1,398 @@
+"""The live scheduler's ports against a recording API (no network): binding retries and
+outcomes (409 re-read), failure recording and de-duplication, async vs sync preemption, the
+queue gate, leadership, and the event intake through the informers' stores."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from scheduler.clock import FakeClock
+from scheduler.config import SchedulerConfig
+from scheduler.kube.live import LiveScheduler
+from tests.builders import make_node, make_pod
+from tests.unit.kube.fakekube import FakeKube
+
+
+class Harness:
+    def __init__(self, *, leader: bool = True, **config: Any) -> None:
+        self.api = FakeKube()
+        self.live = LiveScheduler(
+            SchedulerConfig(**config),
+            self.api,  # type: ignore[arg-type]
+            identity="test",
+            clock=FakeClock(1000.0),
+        )
+        self.s = self.live.scheduler
+        self.core = self.s.core
+        if leader:
+            self.s.set_leader(True)
+
+    def event(self, kind: str, event_type: str, obj: dict[str, Any]) -> None:
+        """A watch event, through the kind's informer store (as the live path)."""
+        inf = self.live.informers[kind]
+        inf._deliver(inf.store.apply(event_type, obj))
+
+    async def drain(self) -> None:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        while self.live._tasks or self.live.executor._tasks:
+            await asyncio.gather(
+                *self.live._tasks, *self.live.executor._tasks, return_exceptions=True
+            )
+            for _ in range(5):
+                await asyncio.sleep(0)
+
+    def binds(self) -> list[tuple[str, str]]:
+        return [
+            (f"{b['metadata']['namespace']}/{b['metadata']['name']}", b["target"]["name"])
+            for _, b in self.api.of("POST", "/binding")
+        ]
+
+    def status_patches(self, pod: str) -> list[dict[str, Any]]:
+        ns, name = pod.split("/")
+        return [b for _, b in self.api.of("PATCH", f"/namespaces/{ns}/pods/{name}/status")]
+
+    def deletes(self) -> list[str]:
+        out = []
+        for p, _ in self.api.of("DELETE"):
+            parts = p.split("/")
+            out.append(f"{parts[-3]}/{parts[-1]}")
+        return out
+
+
+def _run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_a_pending_pod_is_bound_and_a_scheduled_event_posted() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        h.event("pods", "ADDED", make_pod("p").req(cpu="1").obj())
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "assumed"
+        await h.drain()
+        assert h.binds() == [("default/p", "n1")]
+        assert ("Scheduled", "p") in h.api.events()
+        body = next(b for _, b in h.api.of("POST", "/events"))
+        assert body["message"] == "Successfully assigned default/p to n1"
+        assert body["reportingComponent"] == "py-scheduler"
+
+    _run(go())
+
+
+@pytest.mark.parametrize(
+    ("failures", "binds", "requeued"),
+    [
+        pytest.param([500, 429], 3, False, id="5xx and 429 retried"),
+        pytest.param([404], 1, False, id="404 gone: forgotten, never retried"),
+        pytest.param([400], 1, True, id="other errors: requeued with backoff"),
+    ],
+)
+def test_binding_outcomes(failures: list[int], binds: int, requeued: bool) -> None:
+    async def go() -> None:
+        h = Harness()
+        h.live.binder.retry_delay = 0.0
+        h.api.fail("POST", "/binding", *failures)
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        h.event("pods", "ADDED", make_pod("p").req(cpu="1").obj())
+        h.core.schedule_one()
+        await h.drain()
+        assert len(h.binds()) == binds
+        if binds == 3:
+            assert h.core.cache.is_assumed("default/p")  # bound, waiting for the watch
+        else:
+            assert h.core.cache.get_pod("default/p") is None  # forgotten
+        assert (h.core.queue.where("default/p") == "backoff") is requeued
+
+    _run(go())
+
+
+@pytest.mark.parametrize(
+    ("found", "outcome", "in_cache", "requeued"),
+    [
+        pytest.param(
+            {"nodeName": "n1"}, "ok", True, False, id="bound to our node: an earlier try landed"
+        ),
+        pytest.param(
+            {"nodeName": "n2"},
+            "conflict",
+            False,
+            False,
+            id="bound elsewhere: forgotten, the watch has it",
+        ),
+        pytest.param(
+            {}, "error", False, True, id="still unbound (a gate, say): forgotten and requeued"
+        ),
+        pytest.param(None, "gone", False, False, id="re-created under the name: forgotten"),
+    ],
+)
+def test_a_409_from_the_binding_rereads_the_pod(
+    found: dict[str, Any] | None, outcome: str, in_cache: bool, requeued: bool
+) -> None:
+    async def go() -> None:
+        h = Harness()
+        h.api.fail("POST", "/binding", 409)
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        pod = make_pod("p").req(cpu="1").obj()
+        h.event("pods", "ADDED", pod)
+        uid = pod["metadata"]["uid"] if found is not None else "another-uid"
+        h.api.replies[("GET", "/namespaces/default/pods/p")] = {
+            "metadata": {"name": "p", "namespace": "default", "uid": uid},
+            "spec": found or {},
+        }
+        h.core.schedule_one()
+        await h.drain()
+        assert len(h.binds()) == 1  # a 409 is never retried blindly
+        assert h.api.of("GET", "/namespaces/default/pods/p")
+        assert (h.core.cache.get_pod("default/p") is not None) is in_cache
+        assert (h.core.queue.where("default/p") == "backoff") is requeued
+        failures = h.s.metrics.binding_failures
+        counted = {s.labels["outcome"] for m in failures.collect() for s in m.samples if s.value}
+        assert counted == (set() if outcome == "ok" else {outcome})
+
+    _run(go())
+
+
+def test_an_assumed_pod_is_confirmed_by_the_watch_and_never_expires() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        pod = make_pod("p").req(cpu="1").obj()
+        h.event("pods", "ADDED", pod)
+        h.core.schedule_one()
+        await h.drain()
+        # The watch lags: a long time passes, the pod stays assumed and keeps its room.
+        h.s.clock.step(3600)  # type: ignore[attr-defined]
+        h.core.flush()
+        assert h.core.cache.is_assumed("default/p")
+        h.event("pods", "ADDED", make_pod("other").req(cpu="1").obj())
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "unschedulable"
+        # The watch confirms it.
+        bound = {**pod, "spec": {**pod["spec"], "nodeName": "n1"}}
+        bound["metadata"] = {**pod["metadata"], "resourceVersion": "7"}
+        h.event("pods", "MODIFIED", bound)
+        assert h.core.cache.get_pod("default/p") is not None
+        assert not h.core.cache.is_assumed("default/p")
+
+    _run(go())
+
+
+def test_failure_patches_status_once_per_message_and_counts_repeated_events() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        h.event("pods", "ADDED", make_pod("big").req(cpu="2").obj())
+        h.core.schedule_one()
+        await h.drain()
+        patches = h.status_patches("default/big")
+        assert len(patches) == 1
+        cond = patches[0]["status"]["conditions"][0]
+        assert cond["type"] == "PodScheduled" and cond["status"] == "False"
+        assert cond["reason"] == "Unschedulable"
+        assert cond["message"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+        # Same failure again: no second status patch; the event is counted, not re-created.
+        h.core.queue.activate(["default/big"])
+        h.core.schedule_one()
+        await h.drain()
+        assert len(h.status_patches("default/big")) == 1
+        assert h.api.events() == [("FailedScheduling", "big")]
+        assert h.api.of("PATCH", "/events/ev1")[0][1]["count"] == 2
+
+    _run(go())
+
+
+def test_event_messages_are_truncated_to_1024_bytes() -> None:
+    async def go() -> None:
+        h = Harness()
+        pod = make_pod("p").info()
+        await h.live.recorder.event(
+            pod, "Warning", "FailedScheduling", "é" * 2000, action="Scheduling"
+        )
+        msg = h.api.of("POST", "/events")[0][1]["message"]
+        assert len(msg.encode()) <= 1024 and msg.endswith("...")
+
+    _run(go())
+
+
+def _preemption_cluster(h: Harness) -> dict[str, dict[str, Any]]:
+    objs = {
+        "n1": make_node("n1").alloc(cpu="2", memory="4Gi", pods=10).obj(),
+        "low-0": make_pod("low-0").req(cpu="1").node("n1").started(1).obj(),
+        "low-1": make_pod("low-1").req(cpu="1").node("n1").started(2).obj(),
+        "high": make_pod("high").req(cpu="1").priority(1000).obj(),
+    }
+    h.event("nodes", "ADDED", objs["n1"])
+    for name in ("low-0", "low-1", "high"):
+        h.event("pods", "ADDED", objs[name])
+    return objs
+
+
+def test_async_preemption_marks_deletes_and_reports_victims_then_releases_the_preemptor() -> None:
+    async def go() -> None:
+        h = Harness()
+        objs = _preemption_cluster(h)
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "preempting"
+        assert [v.key for v in r.victims] == ["default/low-1"]
+        # While the API calls run, the preemptor is held out of activeQ.
+        high = h.core.queue.get("default/high")
+        assert high is not None and h.live.executor.gate(high.pod) is False
+        await h.drain()
+        cond = h.status_patches("default/low-1")[0]["status"]["conditions"][0]
+        assert (cond["type"], cond["status"], cond["reason"]) == (
+            "DisruptionTarget",
+            "True",
+            "PreemptionByScheduler",
+        )
+        assert cond["message"] == "py-scheduler: preempting to accommodate a higher priority pod"
+        assert h.deletes() == ["default/low-1"]
+        delete_body = h.api.of("DELETE")[0][1]
+        assert delete_body["preconditions"] == {"uid": objs["low-1"]["metadata"]["uid"]}
+        assert ("Preempted", "low-1") in h.api.events()
+        # The preemptor's status carries the nomination with PodScheduled=False, in one patch.
+        mine = [b["status"] for b in h.status_patches("default/high")]
+        assert mine and mine[0]["nominatedNodeName"] == "n1"
+        assert mine[0]["conditions"][0]["type"] == "PodScheduled"
+        assert h.live.executor.gate(high.pod) is True
+        # As upstream, success leaves the preemptor to the victims' deletion events.
+        assert h.core.queue.where("default/high") == "unschedulable"
+        # Even if it ran again before the watch reported the victim terminating, it would
+        # wait for its victims instead of preempting a second time.
+        h.core.queue.activate(["default/high"])
+        again = h.core.schedule_one()
+        assert again is not None and again.outcome == "unschedulable"
+        assert again.message.endswith(
+            "preemption: not eligible due to a terminating pod on the nominated node."
+        )
+        await h.drain()
+        assert h.deletes() == ["default/low-1"]
+        # The victim is gone: the preemptor moves, and binds to its nominated node.
+        h.event("pods", "DELETED", objs["low-1"])
+        assert h.core.queue.where("default/high") in ("active", "backoff")
+        h.s.clock.step(30)  # type: ignore[attr-defined]
+        h.core.flush()
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "assumed" and r.node == "n1"
+        await h.drain()
+
+    _run(go())
+
+
+def test_sync_preemption_makes_the_loop_wait_for_the_calls() -> None:
+    async def go() -> None:
+        h = Harness(async_preemption=False)
+        _preemption_cluster(h)
+        assert h.s.settle_preemption is not None
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "preempting"
+        high = h.core.queue.get("default/high")
+        assert high is not None and h.live.executor.gate(high.pod) is True  # no gate
+        await h.s.settle_preemption()  # what the loop awaits before its next cycle
+        assert not h.live.executor.busy
+        assert h.deletes() == ["default/low-1"]
+        assert ("Preempted", "low-1") in h.api.events()
+
+    _run(go())
+
+
+def test_a_failed_victim_deletion_is_counted_and_the_preemptor_requeued() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.api.fail("DELETE", "/pods/low-1", 500)
+        _preemption_cluster(h)
+        h.core.schedule_one()
+        await h.drain()
+        assert h.s.metrics.preemption_failures._value.get() == 1
+        assert ("Preempted", "low-1") not in h.api.events()
+        assert h.core.queue.where("default/high") == "active"  # a fresh decision is due
+
+    _run(go())
+
+
+def test_victims_already_terminating_are_not_deleted_again() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="4Gi", pods=10).obj())
+        h.event("pods", "ADDED", make_pod("low").req(cpu="1").node("n1").terminating().obj())
+        h.event("pods", "ADDED", make_pod("high").req(cpu="1").priority(1000).obj())
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "preempting"
+        await h.drain()
+        assert h.deletes() == []
+
+    _run(go())
+
+
+def test_a_standby_does_not_schedule_but_keeps_its_cache_warm() -> None:
+    async def go() -> None:
+        h = Harness(leader=False)
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        h.event("pods", "ADDED", make_pod("p").obj())
+        h.event("pods", "ADDED", make_pod("bound").node("n1").obj())
+        assert not h.s.is_leader
+        assert h.core.cache.get_pod("default/bound") is not None
+        assert h.core.queue.where("default/p") == "active"
+        assert h.s.metrics.leader._value.get() == 0
+        h.s.set_leader(True)
+        assert h.s.metrics.leader._value.get() == 1
+
+    _run(go())
+
+
+def test_leader_acquired_is_not_logged_without_leader_election() -> None:
+    from structlog.testing import capture_logs
+
+    h = Harness(leader=False)
+    with capture_logs() as logs:
+        h.s.set_leader(True, elected=False)
+    assert h.s.is_leader
+    assert [e["event"] for e in logs] == []
+
+
+def test_a_malformed_pod_of_ours_gets_a_warning_event_naming_the_field() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("pods", "ADDED", make_pod("bad").req(cpu="lots").obj())
+        await h.drain()
+        assert ("FailedScheduling", "bad") in h.api.events()
+        msg = h.api.of("POST", "/events")[0][1]["message"]
+        assert "spec.containers[0].resources.requests.cpu" in msg and "lots" in msg
+        assert not h.core.queue.contains("default/bad")
+
+    _run(go())
+
+
+def test_per_node_verdicts_are_logged_at_debug_and_a_bound_pod_logs_no_error() -> None:
+    from structlog.testing import capture_logs
+
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=9).obj())
+        h.event("nodes", "ADDED", make_node("n2").taint("dedicated", "x").obj())
+        h.event("pods", "ADDED", make_pod("big").req(cpu="2").obj())
+        r = h.core.schedule_one()
+        assert r is not None
+        with capture_logs() as logs:
+            h.s._observe(r, 0.001)
+        events = {(e["event"], e.get("node")) for e in logs}
+        assert ("pod_unschedulable", None) in events
+        per_node = {e["node"]: e for e in logs if e["event"] == "node_filtered"}
+        assert per_node["n1"]["plugin"] == "NodeResourcesFit"
+        assert per_node["n1"]["reasons"] == ["Insufficient cpu"]
+        assert per_node["n1"]["log_level"] == "debug"
+        assert per_node["n2"]["plugin"] == "TaintToleration"
+        # A pod that fits logs no scheduling_error (the old else paired with the wrong if).
+        h.event("pods", "ADDED", make_pod("small").req(cpu="100m").obj())
+        ok = h.core.schedule_one()
+        assert ok is not None and ok.outcome == "assumed"
+        with capture_logs() as logs:
+            h.s._observe(ok, 0.001)
+        assert [e["event"] for e in logs] == ["pod_assumed"]
+        await h.drain()
+
+    _run(go())

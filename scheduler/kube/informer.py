@@ -72,6 +72,16 @@ class Resource:
     path: str
     namespaced: bool
 
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group), from the path."""
+        parts = self.path.strip("/").split("/")
+        return "" if parts[0] == "api" else parts[1]
+
+    @property
+    def plural(self) -> str:
+        return self.path.rstrip("/").rsplit("/", 1)[-1]
+
 
 def object_key(raw: Raw, namespaced: bool) -> str:
     meta = raw.get("metadata") or {}

@@ -6,7 +6,7 @@
   service account, leader election on (the ConfigMap's configuration), and binds, posts events
   and preempts;
 - the RBAC is exact: the service account's effective rules, minus those every service account
-  has, are precisely the documented ones, derived in part from ``scheduler.operator.WATCHED``;
+  has, are precisely the documented ones, derived in part from ``scheduler.kube.live.RESOURCES``;
   and a ``kubectl auth can-i`` table shows each needed call allowed and the nearby ones denied;
 - the examples' walkthrough (manifests/examples/README.md) happens as described.
 
@@ -29,8 +29,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
-from scheduler.kube.actions import LIST_PATHS
-from scheduler.operator import WATCHED
+from scheduler.kube.live import RESOURCES
 from tests.e2e.conftest import REPO_ROOT, Cluster, localcluster, wait_for
 from tests.e2e.kit import Kit
 from tests.e2e.procs import SchedulerProcess
@@ -193,10 +192,11 @@ def test_manifests_and_examples_pass_a_server_side_dry_run(
 
 ANY = "*"
 CLUSTER_RULES = {
-    # Cache: LIST (Scheduler.sync_all) and WATCH (kopf) of every watched kind.
-    *((group, plural, verb, ANY) for group, _, plural in WATCHED for verb in ("list", "watch")),
+    # Cache: LIST and WATCH (the informers) of every watched kind.
+    *((r.group, r.plural, verb, ANY) for r in RESOURCES.values() for verb in ("list", "watch")),
+    ("", "pods", "get", ANY),  # a 409 from a Binding re-reads the pod
     ("", "pods", "delete", ANY),  # preemption victims
-    ("", "pods/binding", "create", ANY),  # KubeApi.bind
+    ("", "pods/binding", "create", ANY),  # Binder
     ("", "pods/status", "patch", ANY),  # conditions, nominatedNodeName
     ("", "events", "create", ANY),  # Scheduled, FailedScheduling, Preempted
     ("", "events", "patch", ANY),  # repeated events
@@ -240,10 +240,9 @@ def test_rbac_is_exactly_the_documented_rules(
     kit: Kit,
     tmp_path: Path,
 ) -> None:
-    """Every watched kind (operator.WATCHED) is exactly what the cache LISTs (LIST_PATHS);
+    """Every watched kind (the informers of kube.live.RESOURCES) can be listed and watched;
     the service account has these rules and nothing else beyond what any service account has.
     The baseline is a fresh service account next to it in kube-system (same groups)."""
-    assert {plural for _, _, plural in WATCHED} == set(LIST_PATHS)
     baseline_sa = f"e2e-baseline-{kit.ns.rsplit('-', 1)[-1]}"
     kubectl("create", "serviceaccount", baseline_sa, "-n", "kube-system")
     try:

@@ -74,10 +74,16 @@ async def run_operator(
             log.info("signal_received", signal=sig.name)
         stop_flag.set()
 
+    def dump() -> None:
+        # As kube-scheduler on SIGUSR2: the cache and queue, compared with the informers.
+        log.info("cache_dump", **live.dump())
+
     def install_signals() -> None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, on_signal, sig)
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(signal.SIGUSR2, dump)
 
     install_signals()
 

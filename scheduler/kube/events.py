@@ -8,11 +8,15 @@
 
 Events are core/v1 Events with simple de-duplication (same object, reason and message: the
 count goes up with a PATCH), sent through their own client so that they never eat the
-Bindings' rate budget (as kube-scheduler's event broadcaster has its own client).
+Bindings' rate budget (as kube-scheduler's event broadcaster has its own client). As
+client-go's recorder, an event is named ``<object>.<hex nanoseconds>`` when it is made and
+retried under that name when the API server cannot be reached: a try whose reply was lost
+and a retry cannot make two events (the retry's 409 AlreadyExists means it is there).
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import time
 from collections.abc import Callable, Mapping
@@ -23,7 +27,7 @@ import structlog
 
 from scheduler.kube.binder import pod_path
 from scheduler.kube.client import KubeClient
-from scheduler.kube.errors import ApiError
+from scheduler.kube.errors import ApiError, Conflict
 from scheduler.metrics import Metrics
 from scheduler.types import PodInfo
 
@@ -36,6 +40,7 @@ EVENT_MESSAGE_LIMIT = 1024  # upstream truncates event notes to 1 KiB
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 EVENT_MEMO_LIMIT = 10000
+EVENT_TRIES = 6  # client-go's broadcaster tries 12 times, 10 s apart; ours back off 0.5-8 s
 
 
 def now_rfc3339() -> str:
@@ -74,6 +79,7 @@ class EventRecorder:
         self._status_memo: dict[str, tuple[str, str | None]] = {}
         self._event_memo: dict[tuple[str, str], _EventMemo] = {}
         self._assumed: dict[str, tuple[float, int]] = {}
+        self.retry_delay = 0.5
 
     # ------------------------------------------------------------------ the port
     def assumed(self, pod: PodInfo, attempts: int) -> None:
@@ -175,15 +181,16 @@ class EventRecorder:
         try:
             if memo is not None and memo.message == note:
                 memo.count += 1
-                await self.event_client.request(
+                await self._with_retries(
                     "PATCH",
                     f"/api/v1/namespaces/{ns}/events/{memo.name}",
-                    body={"count": memo.count, "lastTimestamp": now},
-                    content_type=MERGE,
+                    {"count": memo.count, "lastTimestamp": now},
+                    MERGE,
                 )
                 return
+            ev_name = f"{name}.{time.time_ns():x}"
             body = {
-                "metadata": {"generateName": f"{name}.", "namespace": ns},
+                "metadata": {"name": ev_name, "namespace": ns},
                 "involvedObject": {
                     "apiVersion": "v1",
                     "kind": "Pod",
@@ -202,10 +209,7 @@ class EventRecorder:
                 "lastTimestamp": now,
                 "count": 1,
             }
-            out = await self.event_client.request(
-                "POST", f"/api/v1/namespaces/{ns}/events", body=body
-            )
-            ev_name = str((out.get("metadata") or {}).get("name") or "")
+            await self._with_retries("POST", f"/api/v1/namespaces/{ns}/events", body, None)
             if len(self._event_memo) >= EVENT_MEMO_LIMIT:
                 self._event_memo.clear()
             self._event_memo[memo_key] = _EventMemo(ev_name, note, 1)
@@ -213,3 +217,24 @@ class EventRecorder:
             if memo is not None and e.status == 404:
                 self._event_memo.pop(memo_key, None)
             log.warning("event_failed", pod=f"{ns}/{name}", reason=reason, error=str(e))
+
+    async def _with_retries(
+        self, method: str, path: str, body: Mapping[str, Any], content_type: str | None
+    ) -> None:
+        delay = self.retry_delay
+        for attempt in range(1, EVENT_TRIES + 1):
+            try:
+                kw: dict[str, Any] = {"body": body}
+                if content_type:
+                    kw["content_type"] = content_type
+                await self.event_client.request(method, path, **kw)
+                return
+            except Conflict:
+                if method == "POST" and attempt > 1:
+                    return  # an earlier try created it; its reply was lost
+                raise
+            except ApiError as e:
+                if not e.retryable or attempt == EVENT_TRIES:
+                    raise
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 8.0)

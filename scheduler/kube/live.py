@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
 from scheduler.decode import ObjectDecoder
@@ -174,6 +175,37 @@ class LiveScheduler:
         if pending:
             log.info("draining", calls=len(pending))
             await asyncio.wait(pending, timeout=drain_seconds)
+
+    def dump(self) -> dict[str, Any]:
+        """The cache and the queue, compared with the informers (upstream's CacheDumper and
+        CacheComparer, which kube-scheduler runs on SIGUSR2). ``missing``: bound pods an
+        informer holds that the cache lacks; ``ghosts``: pods the cache holds that no informer
+        does (assumed pods are listed apart: they are ours until the watch confirms them)."""
+        core = self.scheduler.core
+        nom = core.queue.nominator
+        snap = Snapshot()
+        core.cache.update_snapshot(snap)
+        nodes = {ni.name: sorted(ni.pods) for ni in snap.node_info_list}
+        cached = {key for keys in nodes.values() for key in keys}
+        assumed = sorted(k for k in cached if core.cache.is_assumed(k))
+        store = self.informers["pods"].store
+        bound = {
+            p.key for p in store.values() if p.node_name and not p.terminal and p.node_name in nodes
+        }
+        return {
+            "nodes": nodes,
+            "assumed": assumed,
+            "ghosts": sorted(cached - bound - set(assumed)),
+            "missing": sorted(bound - cached),
+            "missing_nodes": sorted(set(self.informers["nodes"].store.keys()) - set(nodes)),
+            "pending": {
+                q: sorted(p.key for p in ps) for q, ps in core.queue.pending_pods().items()
+            },
+            "nominated": {
+                node: sorted(p.key for p in nom.nominated_pods_for_node(node))
+                for node in sorted(nom.nodes_with_nominated_pods())
+            },
+        }
 
     async def close(self) -> None:
         await self.event_client.close()

@@ -269,7 +269,7 @@ CAN_I = [
     # (verb, resource, subresource, name, namespace, allowed)
     ("list", "pods", "", "", "", True),
     ("watch", "pods", "", "", "", True),
-    ("get", "pods", "", "p", "default", False),  # no single reads: the cache is fed by watches
+    ("get", "pods", "", "p", "default", True),  # a 409 from a Binding re-reads the pod
     ("create", "pods", "", "", "default", False),
     ("update", "pods", "", "p", "default", False),
     ("patch", "pods", "", "p", "default", False),

@@ -201,7 +201,9 @@ def test_failure_patches_status_once_per_message_and_counts_repeated_events() ->
         await h.drain()
         assert len(h.status_patches("default/big")) == 1
         assert h.api.events() == [("FailedScheduling", "big")]
-        assert h.api.of("PATCH", "/events/ev1")[0][1]["count"] == 2
+        name = h.api.of("POST", "/events")[0][1]["metadata"]["name"]
+        assert name.startswith("big.")
+        assert h.api.of("PATCH", f"/events/{name}")[0][1]["count"] == 2
 
     _run(go())
 
@@ -215,6 +217,27 @@ def test_event_messages_are_truncated_to_1024_bytes() -> None:
         )
         msg = h.api.of("POST", "/events")[0][1]["message"]
         assert len(msg.encode()) <= 1024 and msg.endswith("...")
+
+    _run(go())
+
+
+def test_an_event_whose_reply_was_lost_is_retried_under_its_name_and_made_once() -> None:
+    from structlog.testing import capture_logs
+
+    async def go() -> None:
+        h = Harness()
+        h.live.recorder.retry_delay = 0.0
+        # The first try reached the API server but its reply was lost (503 here); the retry
+        # finds the event there already (409) and that is success.
+        h.api.fail("POST", "/events", 503, 409)
+        with capture_logs() as logs:
+            await h.live.recorder.event(
+                make_pod("p").info(), "Normal", "Scheduled", "ok", action="Binding"
+            )
+        tries = h.api.of("POST", "/events")
+        assert len(tries) == 2
+        assert tries[0][1]["metadata"]["name"] == tries[1][1]["metadata"]["name"]
+        assert not [e for e in logs if e["event"] == "event_failed"]
 
     _run(go())
 

@@ -248,12 +248,12 @@ def test_unreachable_api_server_at_start_up_is_a_clear_error_and_retried(
     try:
 
         def retried() -> bool:
-            return len(proc.log_events("initial_sync_failed")) >= 2
+            return len(proc.log_events("list_failed")) >= 2  # an informer's LIST, retried
 
         wait_for(retried, 30, "start-up sync to be retried")
         assert proc.alive
         assert proc.get("/readyz")[0] == 503
-        errors = proc.log_events("initial_sync_failed")
+        errors = proc.log_events("list_failed")
         assert f"127.0.0.1:{port}" in errors[0]["error"]
     finally:
         assert proc.stop() == 0

@@ -40,7 +40,7 @@ EVENT_MESSAGE_LIMIT = 1024  # upstream truncates event notes to 1 KiB
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 EVENT_MEMO_LIMIT = 10000
-EVENT_TRIES = 6  # client-go's broadcaster tries 12 times, 10 s apart; ours back off 0.5-8 s
+EVENT_TRIES = 12  # as client-go's broadcaster; ours back off from 0.5 s to 10 s (~75 s)
 
 
 def now_rfc3339() -> str:
@@ -237,4 +237,4 @@ class EventRecorder:
                 if not e.retryable or attempt == EVENT_TRIES:
                     raise
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, 8.0)
+                delay = min(delay * 2, 10.0)

@@ -8,7 +8,14 @@ preemptor) and are activated to look elsewhere.
 With ``asyncPreemption`` (the default, as upstream) the calls run in a task and the
 preemptor is held out of activeQ (the queue's PreEnqueue-style gate) until they are done;
 a success then leaves the preemptor to the victims' deletion events, a failure or a victim
-already gone activates it for a fresh decision. Without it, the scheduling loop waits for
+already gone activates it for a fresh decision.
+
+The calls are retried with backoff while the API server cannot be reached or answers 429/5xx
+(for about a minute): both are idempotent (the DELETE is guarded by the victim's uid; a
+retried DELETE of a pod already terminating or gone changes nothing), so an API server
+restart in the middle of a preemption neither loses it nor makes a second decision pick
+more victims. Only when the retries are exhausted does the preemptor get a fresh decision,
+and the Evaluator forgets the victims it handed out for it. Without it, the scheduling loop waits for
 the calls (``settle``) before its next cycle, as upstream's synchronous path blocks the
 scheduling cycle on them.
 """
@@ -36,6 +43,7 @@ __all__ = ["PREEMPTION_MESSAGE", "PreemptionExecutor"]
 log = structlog.get_logger("py-scheduler")
 
 PREEMPTION_MESSAGE = "py-scheduler: preempting to accommodate a higher priority pod"
+CALL_TRIES = 10  # 0.5 s doubling to 8 s: about a minute
 
 
 def disruption_patch() -> dict[str, Any]:
@@ -72,6 +80,7 @@ class PreemptionExecutor:
         self.core: SchedulerCore | None = None  # set by the scheduler that owns the core
         self._preempting: set[str] = set()  # preemptor uids whose calls are running
         self._tasks: set[asyncio.Task[None]] = set()
+        self.retry_delay = 0.5
 
     def attach(self, core: SchedulerCore) -> None:
         self.core = core
@@ -127,6 +136,9 @@ class PreemptionExecutor:
                     )
         finally:
             self._preempting.discard(preemptor.uid)
+            if not ok:
+                # A fresh decision is due; the victims handed out for this one are not coming.
+                self.core.evaluator.forget_preemptor(preemptor.key)
             # As upstream, a successful preemption leaves the preemptor to the victims'
             # deletion events (NodeResourcesFit's hint moves it). It is activated at once
             # only if a call failed (a fresh decision is due) or a victim is already gone
@@ -144,10 +156,8 @@ class PreemptionExecutor:
             # Default grace period; the uid guard never deletes a re-created namesake.
             options["preconditions"] = {"uid": victim.uid}
         try:
-            await self.client.request(
-                "PATCH", path + "/status", body=disruption_patch(), content_type=STRATEGIC
-            )
-            await self.client.request("DELETE", path, body=options)
+            await self._call("PATCH", path + "/status", disruption_patch(), STRATEGIC)
+            await self._call("DELETE", path, options, "application/json")
         except ApiError as e:
             if e.status != 404:
                 raise
@@ -159,3 +169,16 @@ class PreemptionExecutor:
             f"Preempted by pod {preemptor.uid} on node {node}",
             action="Preempting",
         )
+
+    async def _call(self, method: str, path: str, body: Any, content_type: str) -> None:
+        delay = self.retry_delay
+        for attempt in range(1, CALL_TRIES + 1):
+            try:
+                await self.client.request(method, path, body=body, content_type=content_type)
+                return
+            except ApiError as e:
+                if not e.retryable or attempt == CALL_TRIES:
+                    raise
+                log.info("preemption_call_retry", call=f"{method} {path}", error=str(e))
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 8.0)

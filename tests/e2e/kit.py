@@ -259,10 +259,23 @@ class Kit:
 
 
 def new_namespace(cluster: Cluster, prefix: str = "e2e") -> str:
+    """A fresh namespace, returned once its ``default`` ServiceAccount exists (pods cannot be
+    created before: admission looks it up). After a test restarted the API server, the
+    controller manager's informers take up to a minute to resume; this waits for them."""
     name = f"{prefix}-{secrets.token_hex(3)}"
-    k8s.CoreV1Api(cluster.api).create_namespace(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
+    core = k8s.CoreV1Api(cluster.api)
+    core.create_namespace({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def has_default_sa() -> bool:
+        try:
+            core.read_namespaced_service_account("default", name)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            return False
+        return True
+
+    wait_for(has_default_sa, 120, f"the default ServiceAccount of namespace {name}")
     return name
 
 

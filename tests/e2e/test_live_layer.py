@@ -81,18 +81,19 @@ def _dump(sched: SchedulerProcess) -> dict[str, Any]:
 
 
 def test_api_server_restart_during_a_preemption_storm(kit: Kit, spawn_scheduler: Any) -> None:
-    """20 preemptors need one victim each; the API server goes away for 20 s while their
-    preemptions run. Every preemptor is bound within 30 s of the API server answering again,
-    exactly 20 victims are deleted, and no node is ever over capacity."""
+    """10 nodes hold 4 low-priority pods each (full); 20 preemptors need one victim each. The
+    API server goes away for 20 s while their preemptions run. Every preemptor is bound
+    within 30 s of the API server answering again, exactly 20 victims are deleted (20 low
+    pods survive), and no node is over capacity at any sample."""
     local = _local(kit)
     name = f"storm-{kit.ns}"
     sched = spawn_scheduler(name=name)
-    nodes = kit.nodes(5, cpu="4")
+    nodes = kit.nodes(10, cpu="4")
     low = kit.priority_class(10)
     high = kit.priority_class(1000)
-    for i in range(20):
+    for i in range(40):
         kit.create(f"low-{i}", cpu="1", priority_class=low, scheduler=name, grace=3)
-    for i in range(20):
+    for i in range(40):
         kit.wait_bound(f"low-{i}", timeout=60)
     with OvercommitSampler(kit, nodes) as sampler:
         for i in range(20):
@@ -112,16 +113,15 @@ def test_api_server_restart_during_a_preemption_storm(kit: Kit, spawn_scheduler:
     assert sampler.samples > 10
     assert not sampler.violations, sampler.violations[:3]
     pods = {p["metadata"]["name"]: p for p in kit.pods()}
-    # The 20 preemptors needed all 20 slots: every low pod went, each exactly once.
     survivors = [
         n
         for n, p in pods.items()
         if n.startswith("low-") and not p["metadata"].get("deletionTimestamp")
     ]
-    assert survivors == [], survivors
+    assert len(survivors) == 20, f"{40 - len(survivors)} victims for 20 preemptors"
     preempted = kit.events(reason="Preempted")
     victims = {e["involvedObject"]["name"] for e in preempted}
-    assert victims == {f"low-{i}" for i in range(20)}, sorted(victims)
+    assert len(victims) == 20 and not victims & set(survivors), sorted(victims)
     assert sum(int(e.get("count") or 1) for e in preempted) == 20
 
 

@@ -27,6 +27,9 @@ class Harness:
         )
         self.s = self.live.scheduler
         self.core = self.s.core
+        self.live.binder.retry_delay = 0.0
+        self.live.recorder.retry_delay = 0.0
+        self.live.executor.retry_delay = 0.0
         if leader:
             self.s.set_leader(True)
 
@@ -326,13 +329,32 @@ def test_sync_preemption_makes_the_loop_wait_for_the_calls() -> None:
 def test_a_failed_victim_deletion_is_counted_and_the_preemptor_requeued() -> None:
     async def go() -> None:
         h = Harness()
-        h.api.fail("DELETE", "/pods/low-1", 500)
+        h.api.fail("DELETE", "/pods/low-1", 403)
         _preemption_cluster(h)
         h.core.schedule_one()
         await h.drain()
         assert h.s.metrics.preemption_failures._value.get() == 1
         assert ("Preempted", "low-1") not in h.api.events()
         assert h.core.queue.where("default/high") == "active"  # a fresh decision is due
+        # ... and the Evaluator no longer waits for the victim it had handed out.
+        assert "default/high" not in h.core.evaluator.pending_victims
+
+    _run(go())
+
+
+def test_victim_calls_are_retried_while_the_api_server_is_away() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.live.executor.retry_delay = 0.0
+        h.api.fail("PATCH", "/pods/low-1/status", 503)
+        h.api.fail("DELETE", "/pods/low-1", 500, 429)
+        _preemption_cluster(h)
+        h.core.schedule_one()
+        await h.drain()
+        assert h.deletes() == ["default/low-1"] * 3
+        assert h.s.metrics.preemption_failures._value.get() == 0
+        assert ("Preempted", "low-1") in h.api.events()
+        assert h.core.queue.where("default/high") == "unschedulable"  # waits for the deletion
 
     _run(go())
 

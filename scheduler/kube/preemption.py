@@ -8,16 +8,16 @@ preemptor) and are activated to look elsewhere.
 With ``asyncPreemption`` (the default, as upstream) the calls run in a task and the
 preemptor is held out of activeQ (the queue's PreEnqueue-style gate) until they are done;
 a success then leaves the preemptor to the victims' deletion events, a failure or a victim
-already gone activates it for a fresh decision.
+already gone activates it for a fresh decision. Without it, the scheduling loop waits for
+the calls (``settle``) before its next cycle, as upstream's synchronous path blocks the
+scheduling cycle on them.
 
 The calls are retried with backoff while the API server cannot be reached or answers 429/5xx
 (for about a minute): both are idempotent (the DELETE is guarded by the victim's uid; a
 retried DELETE of a pod already terminating or gone changes nothing), so an API server
 restart in the middle of a preemption neither loses it nor makes a second decision pick
 more victims. Only when the retries are exhausted does the preemptor get a fresh decision,
-and the Evaluator forgets the victims it handed out for it. Without it, the scheduling loop waits for
-the calls (``settle``) before its next cycle, as upstream's synchronous path blocks the
-scheduling cycle on them.
+and the Evaluator forgets the victims it handed out for it.
 """
 
 from __future__ import annotations

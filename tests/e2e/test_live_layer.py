@@ -121,8 +121,9 @@ def test_api_server_restart_during_a_preemption_storm(kit: Kit, spawn_scheduler:
     assert len(survivors) == 20, f"{40 - len(survivors)} victims for 20 preemptors"
     preempted = kit.events(reason="Preempted")
     victims = {e["involvedObject"]["name"] for e in preempted}
+    # (A victim may get a second Preempted event: a later preemptor can pick it again before
+    # the watch shows the first DELETE, as upstream; the DELETE is uid-guarded and idempotent.)
     assert len(victims) == 20 and not victims & set(survivors), sorted(victims)
-    assert sum(int(e.get("count") or 1) for e in preempted) == 20
 
 
 # ------------------------------------------------------------------------- watch gap

@@ -300,14 +300,10 @@ class SchedulerCore:
 
     # ================================================================== periodic work
     def flush(self) -> None:
-        """Backoff and unschedulable-timeout flushes plus assumed-pod expiry (the live loop
-        calls this every second, as upstream's flushers)."""
+        """Backoff and unschedulable-timeout flushes (the live loop calls this every second,
+        as upstream's flushers). Assumed pods never expire: only the watch confirms them."""
         self.queue.flush_backoff_completed()
         self.queue.flush_unschedulable_left_over()
-        for pod in self.cache.cleanup_assumed_pods(self.clock.now()):
-            b = self._binding.pop(pod.key, None)
-            if b is not None:
-                self.queue.add_unschedulable_if_not_present(b.qpi)
 
     # ================================================================== one cycle
     def schedule_one(self) -> CycleResult | None:
@@ -623,7 +619,7 @@ class SchedulerCore:
             return
         pod = b.qpi.pod
         if outcome == BindOutcome.OK:
-            self.cache.finish_binding(key, self.clock.now())
+            self.cache.finish_binding(key)
             self.recorder.scheduled(pod, b.node)
             return
         self._unwind_binding(b, outcome, message)

@@ -10,21 +10,21 @@ Pod state machine (one per pod key)::
                      |                 Add                       |  |    | Update
                      +                                           v  v    |
     Initial +--------> Assumed +------------+---> Added <--------+-------+
-                          +     Confirm     |      +   (Add: the informer sees the binding)
-                          |                 |      |
-                     Forget (bind failed)   |      | Remove
-                     Expire (bind finished, |      v
-                          but no Add before |    Deleted
-                          the TTL)          |
-                          v                 |
-                       Initial              +
+                          +     Confirm        +   (Add: the informer sees the binding)
+                          |                    |
+                     Forget (binding failed)   | Remove
+                          |                    v
+                          v                  Deleted
+                       Initial
 
 - assume_pod: the cycle decided a node; the pod counts on that node at once.
-- finish_binding: the Binder returned; start the expiry clock (``assumed_ttl``).
+- finish_binding: the Binder returned; the pod stays assumed until the watch confirms it.
 - forget_pod: binding failed; undo the assume.
 - add_pod for an assumed pod confirms it (moving it if the real node differs).
-- cleanup_assumed_pods(now): expire assumed pods whose binding finished more than
-  ``assumed_ttl`` ago without an Add (the API never confirmed; don't count them forever).
+
+An assumed pod never expires (upstream's durationToExpireAssumedPod is 0): a watch that lags
+must not free room that a binding has taken, or the node is booked twice. Only the watch
+(Add) or a failed binding (Forget) ends the Assumed state.
 
 Nodes may be known only through their pods (a bound pod arrives before its node): such
 a NodeInfo has ``node is None`` and is not schedulable; it disappears with its last pod.
@@ -54,12 +54,10 @@ class _PodState:
     pod: PodInfo
     assumed: bool = False
     binding_finished: bool = False
-    deadline: float | None = None
 
 
 class Cache:
-    def __init__(self, *, assumed_ttl: float = 30.0) -> None:
-        self.assumed_ttl = assumed_ttl
+    def __init__(self) -> None:
         self._nodes: dict[str, NodeInfo] = {}
         # Node name -> generation of its last change, oldest first: update_snapshot walks it
         # backwards and stops at the first entry its snapshot has already seen.
@@ -102,11 +100,11 @@ class Cache:
         self._pods[pod.key] = _PodState(assumed, assumed=True)
         return assumed
 
-    def finish_binding(self, key: str, now: float) -> None:
+    def finish_binding(self, key: str) -> None:
+        """The binding call returned; the pod stays assumed until the watch confirms it."""
         st = self._pods.get(key)
         if st is not None and st.assumed:
             st.binding_finished = True
-            st.deadline = now + self.assumed_ttl
 
     def forget_pod(self, key: str) -> None:
         """Undo an assume (binding failed). A confirmed pod is left alone. O(1)."""
@@ -150,17 +148,6 @@ class Cache:
     def get_pod(self, key: str) -> PodInfo | None:
         st = self._pods.get(key)
         return st.pod if st is not None else None
-
-    def cleanup_assumed_pods(self, now: float) -> list[PodInfo]:
-        """Expire assumed pods whose binding finished but was never confirmed. O(pods)."""
-        expired = [
-            st.pod
-            for st in self._pods.values()
-            if st.assumed and st.binding_finished and st.deadline is not None and now >= st.deadline
-        ]
-        for p in expired:
-            self.forget_pod(p.key)
-        return expired
 
     def pod_count(self) -> int:
         return len(self._pods)
@@ -241,7 +228,7 @@ class Cache:
         for key, st in self._pods.items():
             assert st.pod.node_name == placed[key], f"pod {key} node mismatch"
             assert self._nodes[placed[key]].pods[key] is st.pod
-            assert st.assumed or not st.binding_finished, f"confirmed pod {key} still expiring"
+            assert st.assumed or not st.binding_finished, f"confirmed pod {key} marked binding"
         gens = list(self._recent.values())
         assert gens == sorted(gens), "recent-change order is not by generation"
         for name, ni in self._nodes.items():

@@ -1,4 +1,4 @@
-"""Cache: the pod state machine (assume/finish_binding/forget/expire/add/update/remove),
+"""Cache: the pod state machine (assume/finish_binding/forget/add/update/remove),
 placeholder nodes, and incremental snapshots. ``check_invariants`` runs after every
 mutation."""
 
@@ -11,14 +11,12 @@ from scheduler.clock import FakeClock
 from scheduler.types import NodeInfo, PodInfo, Resource
 from tests.builders import make_node, make_pod
 
-TTL = 30.0
-
 
 class Checked:
     """A Cache whose every mutation is followed by ``check_invariants``."""
 
     def __init__(self) -> None:
-        self.cache = Cache(assumed_ttl=TTL)
+        self.cache = Cache()
 
     def __getattr__(self, name: str) -> object:
         attr = getattr(self.cache, name)
@@ -93,18 +91,18 @@ def test_forget_leaves_a_confirmed_pod_alone(cache: Cache) -> None:
     assert cache.get_pod("default/p") is not None
 
 
-def test_expire_after_ttl_once_binding_finished(cache: Cache) -> None:
+def test_an_assumed_pod_never_expires_only_the_watch_or_a_failed_binding_ends_it(
+    cache: Cache,
+) -> None:
+    """Upstream's durationToExpireAssumedPod = 0: a lagging watch must not free the room."""
     clock = FakeClock()
     cache.add_node(make_node("n1").record())
     cache.assume_pod(pod("p"), "n1")
-    clock.step(100)
-    assert cache.cleanup_assumed_pods(clock.now()) == []  # binding not finished: kept
-    cache.finish_binding("default/p", clock.now())
-    clock.step(TTL - 0.5)
-    assert cache.cleanup_assumed_pods(clock.now()) == []
-    clock.step(0.5)
-    (expired,) = cache.cleanup_assumed_pods(clock.now())
-    assert expired.key == "default/p"
+    cache.finish_binding("default/p")
+    clock.step(24 * 3600)
+    assert cache.is_assumed("default/p") and requested(cache, "n1") == 1000
+    cache.check_invariants()
+    cache.forget_pod("default/p")  # the binding failed
     assert cache.get_pod("default/p") is None and requested(cache, "n1") == 0
 
 
@@ -112,11 +110,11 @@ def test_add_confirms_an_assumed_pod(cache: Cache) -> None:
     clock = FakeClock()
     cache.add_node(make_node("n1").record())
     cache.assume_pod(pod("p"), "n1")
-    cache.finish_binding("default/p", clock.now())
+    cache.finish_binding("default/p")
     cache.add_pod(pod("p", "n1"))
     assert not cache.is_assumed("default/p")
-    clock.step(10 * TTL)
-    assert cache.cleanup_assumed_pods(clock.now()) == []  # confirmed pods never expire
+    clock.step(3600)
+    cache.forget_pod("default/p")  # a late Forget leaves a confirmed pod alone
     assert requested(cache, "n1") == 1000
 
 
@@ -129,11 +127,11 @@ def test_add_confirms_an_assumed_pod_on_a_different_node(cache: Cache) -> None:
     assert (requested(cache, "n1"), requested(cache, "n2")) == (0, 1000)
 
 
-def test_add_after_expiry_adds_the_pod_again(cache: Cache) -> None:
+def test_add_after_a_forget_adds_the_pod_again(cache: Cache) -> None:
     cache.add_node(make_node("n1").record())
     cache.assume_pod(pod("p"), "n1")
-    cache.finish_binding("default/p", 0.0)
-    cache.cleanup_assumed_pods(TTL)
+    cache.finish_binding("default/p")
+    cache.forget_pod("default/p")
     cache.add_pod(pod("p", "n1"))
     assert requested(cache, "n1") == 1000 and not cache.is_assumed("default/p")
 
@@ -171,10 +169,10 @@ def test_only_bound_pods_are_added(cache: Cache) -> None:
 
 
 def test_finish_binding_of_unknown_or_confirmed_pod_is_a_no_op(cache: Cache) -> None:
-    cache.finish_binding("default/nope", 0.0)
+    cache.finish_binding("default/nope")
     cache.add_pod(pod("p", "n1"))
-    cache.finish_binding("default/p", 0.0)
-    assert cache.cleanup_assumed_pods(10 * TTL) == []
+    cache.finish_binding("default/p")
+    assert cache.get_pod("default/nope") is None and not cache.is_assumed("default/p")
 
 
 # --------------------------------------------------------------------------- nodes
@@ -291,18 +289,17 @@ def test_update_snapshot_tracks_pods_with_affinity(cache: Cache) -> None:
 
 
 def test_incremental_snapshot_equals_a_fresh_one_after_mixed_operations(cache: Cache) -> None:
-    clock = FakeClock()
     snap = fresh_snapshot(cache)
     steps = [
         lambda: cache.add_node(make_node("n1").record()),
         lambda: cache.add_pod(pod("a", "n2")),  # before its node
         lambda: cache.add_node(make_node("n2").record()),
         lambda: cache.assume_pod(pod("b"), "n1"),
-        lambda: cache.finish_binding("default/b", clock.now()),
+        lambda: cache.finish_binding("default/b"),
         lambda: cache.add_node(make_node("n3").record()),
         lambda: cache.remove_node("n2"),  # with a pod: placeholder
         lambda: cache.update_pod(pod("a", "n2", cpu="2")),
-        lambda: cache.cleanup_assumed_pods(clock.now() + TTL),
+        lambda: cache.forget_pod("default/b"),
         lambda: cache.add_node(make_node("n2").label("zone", "b").record()),
         lambda: cache.remove_pod("default/a"),
         lambda: cache.remove_node("n3"),

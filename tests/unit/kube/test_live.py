@@ -160,6 +160,31 @@ def test_a_409_from_the_binding_rereads_the_pod(
     _run(go())
 
 
+def test_an_assumed_pod_is_confirmed_by_the_watch_and_never_expires() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        pod = make_pod("p").req(cpu="1").obj()
+        h.event("pods", "ADDED", pod)
+        h.core.schedule_one()
+        await h.drain()
+        # The watch lags: a long time passes, the pod stays assumed and keeps its room.
+        h.s.clock.step(3600)  # type: ignore[attr-defined]
+        h.core.flush()
+        assert h.core.cache.is_assumed("default/p")
+        h.event("pods", "ADDED", make_pod("other").req(cpu="1").obj())
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "unschedulable"
+        # The watch confirms it.
+        bound = {**pod, "spec": {**pod["spec"], "nodeName": "n1"}}
+        bound["metadata"] = {**pod["metadata"], "resourceVersion": "7"}
+        h.event("pods", "MODIFIED", bound)
+        assert h.core.cache.get_pod("default/p") is not None
+        assert not h.core.cache.is_assumed("default/p")
+
+    _run(go())
+
+
 def test_failure_patches_status_once_per_message_and_counts_repeated_events() -> None:
     async def go() -> None:
         h = Harness()

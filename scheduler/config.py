@@ -57,9 +57,12 @@ SCORE_PLUGINS = (
     "ImageLocality",
 )
 POST_FILTER_PLUGINS = ("DefaultPreemption",)
+PRE_ENQUEUE_PLUGINS = ("SchedulingGates",)
 # Plugins with no effect here but accepted so upstream configs load (their names only).
-ACCEPTED_NOOP = ("PrioritySort", "DefaultBinder", "SchedulingGates")
-ALL_PLUGINS = tuple(dict.fromkeys(FILTER_PLUGINS + SCORE_PLUGINS + POST_FILTER_PLUGINS))
+ACCEPTED_NOOP = ("PrioritySort", "DefaultBinder")
+ALL_PLUGINS = tuple(
+    dict.fromkeys(FILTER_PLUGINS + SCORE_PLUGINS + POST_FILTER_PLUGINS + PRE_ENQUEUE_PLUGINS)
+)
 # Upstream's default score weights (pkg/scheduler/apis/config/v1/default_plugins.go).
 DEFAULT_SCORE_WEIGHTS = {
     "TaintToleration": 3,
@@ -111,6 +114,7 @@ class SchedulerConfig:
     filters: tuple[str, ...] = FILTER_PLUGINS
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
+    pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
     fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
@@ -316,6 +320,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     filters: tuple[str, ...] = FILTER_PLUGINS
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
+    pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
     weights = dict(DEFAULT_SCORE_WEIGHTS)
     if profiles is not None:
         if not isinstance(profiles, list) or len(profiles) != 1:
@@ -349,6 +354,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             filters = tuple(n for n in filters if n in mp)
             scores = tuple(n for n in scores if n in mp)
             post_filters = tuple(n for n in post_filters if n in mp)
+            pre_enqueue = tuple(n for n in pre_enqueue if n in mp)
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
@@ -369,6 +375,14 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 post_filters,
                 POST_FILTER_PLUGINS,
             )
+        if "preEnqueue" in plugins:
+            pre_enqueue, _ = _plugin_set(
+                r,
+                plugins["preEnqueue"],
+                "profiles[0].plugins.preEnqueue",
+                pre_enqueue,
+                PRE_ENQUEUE_PLUGINS,
+            )
         for point in (
             "queueSort",
             "reserve",
@@ -376,7 +390,6 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             "preBind",
             "bind",
             "postBind",
-            "preEnqueue",
         ):
             if point in plugins:
                 _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
@@ -393,7 +406,13 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 raise r.fail(f"{path}.name", f"no supported args for plugin {name!r}")
     if "disablePreemption" in top and r.boolean(top["disablePreemption"], "disablePreemption"):
         post_filters = tuple(p for p in post_filters if p != "DefaultPreemption")
-    kw.update(filters=filters, scores=scores, post_filters=post_filters, score_weights=weights)
+    kw.update(
+        filters=filters,
+        scores=scores,
+        post_filters=post_filters,
+        pre_enqueue=pre_enqueue,
+        score_weights=weights,
+    )
     return SchedulerConfig(**kw)
 
 

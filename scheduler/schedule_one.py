@@ -28,7 +28,7 @@ forces that path (the equivalence tests compare the two).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -48,7 +48,9 @@ from scheduler.framework.interface import (
     NodeScore,
     Status,
 )
+from scheduler.framework.plugins import names
 from scheduler.framework.plugins.registry import build_framework
+from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.preemption import PreemptionActions, fit_error_message
 from scheduler.types import (
     NodeInfo,
@@ -136,6 +138,15 @@ def _record_rejection(diagnosis: Diagnosis, node: str, st: Status) -> None:
         diagnosis.unschedulable_plugins.add(st.plugin)
 
 
+def _first_rejection(plugins: Sequence[SchedulingGates], pod: PodInfo) -> str | None:
+    """PreEnqueue: the message of the first plugin that keeps ``pod`` out of the queue."""
+    for p in plugins:
+        st = p.pre_enqueue(pod)
+        if not st.is_success():
+            return str(st.message())
+    return None
+
+
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     """Upstream's adaptive percentageOfNodesToScore."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -188,6 +199,8 @@ class SchedulerCore:
             namespace_labels=self.namespace_labels,
         )
         self.queue.hints = dict(self.framework.hints)
+        gates = [SchedulingGates()] if names.SCHEDULING_GATES in self.config.pre_enqueue else []
+        self.queue.pre_enqueue = (lambda pod: _first_rejection(gates, pod)) if gates else None
         self.evaluator.fast_dry_run = self.vectorized
         self.next_start_node_index = 0
         self._binding: dict[str, _Binding] = {}

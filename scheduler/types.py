@@ -388,6 +388,7 @@ class PodInfo:
     disruption_reason: str = ""  # its reason, e.g. PreemptionByScheduler
     phase: str = "Pending"
     resource_version: str = ""
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -827,6 +828,7 @@ def pod_from_dict(
     labels = meta.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise ParseError(who, "metadata.labels", "expected a map of strings")
+    gates = _scheduling_gates(spec.get("schedulingGates"), who)
 
     return PodInfo(
         namespace=ns,
@@ -871,7 +873,22 @@ def pod_from_dict(
         disruption_reason=disruption_reason,
         phase=str(status.get("phase") or "Pending"),
         resource_version=str(meta.get("resourceVersion") or ""),
+        scheduling_gates=gates,
     )
+
+
+def _scheduling_gates(raw: Any, who: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ParseError(who, "spec.schedulingGates", "expected a list")
+    names = []
+    for i, g in enumerate(raw):
+        name = g.get("name") if isinstance(g, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise ParseError(who, f"spec.schedulingGates[{i}].name", "expected a non-empty string")
+        names.append(name)
+    return tuple(names)
 
 
 # --------------------------------------------------------------------------- node

@@ -234,6 +234,11 @@ class PodBuilder:
         self._o["status"].setdefault("conditions", []).append(c)
         return self
 
+    def gates(self, *names: str) -> PodBuilder:
+        """spec.schedulingGates."""
+        self._o["spec"]["schedulingGates"] = [{"name": n} for n in names]
+        return self
+
     def phase(self, phase: str) -> PodBuilder:
         self._o["status"]["phase"] = phase
         return self

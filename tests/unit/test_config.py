@@ -13,6 +13,7 @@ from scheduler.config import (
     DEFAULT_SCORE_WEIGHTS,
     FILTER_PLUGINS,
     POST_FILTER_PLUGINS,
+    PRE_ENQUEUE_PLUGINS,
     SCORE_PLUGINS,
     ConfigError,
     DefaultPreemptionArgs,
@@ -432,4 +433,9 @@ def test_load_config_errors_name_the_file(tmp_path: Path) -> None:
 
 def test_all_plugins_lists_each_plugin_once() -> None:
     assert len(ALL_PLUGINS) == len(set(ALL_PLUGINS))
-    assert set(ALL_PLUGINS) == set(FILTER_PLUGINS) | set(SCORE_PLUGINS) | set(POST_FILTER_PLUGINS)
+    assert set(ALL_PLUGINS) == (
+        set(FILTER_PLUGINS)
+        | set(SCORE_PLUGINS)
+        | set(POST_FILTER_PLUGINS)
+        | set(PRE_ENQUEUE_PLUGINS)
+    )

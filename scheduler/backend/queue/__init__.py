@@ -1,9 +1,10 @@
-"""The scheduling queue (activeQ, backoffQ, unschedulable pods) and the nominator."""
+"""The scheduling queue (activeQ, backoffQ, unschedulable and gated pods) and the nominator."""
 
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.backend.queue.priority_queue import (
     ACTIVE_Q,
     BACKOFF_Q,
+    GATED_Q,
     UNSCHEDULABLE_Q,
     PriorityQueue,
     QueuedPodInfo,
@@ -12,6 +13,7 @@ from scheduler.backend.queue.priority_queue import (
 __all__ = [
     "ACTIVE_Q",
     "BACKOFF_Q",
+    "GATED_Q",
     "UNSCHEDULABLE_Q",
     "Nominator",
     "PriorityQueue",

@@ -15,15 +15,20 @@
   whether a pod can fit; a pod whose last attempt ended in an error has no rejecting
   plugin and moves on any event.
 
+Gated pods (upstream's PreEnqueue, e.g. SchedulingGates: ``spec.schedulingGates``) wait in
+a fourth set, ``gated``: they never reach activeQ, so they never run Filter, Score or
+preemption, are not counted as nominated, and no cluster event moves them. An update that
+makes every PreEnqueue check pass (the last gate removed) moves the pod to activeQ.
+
 A pod popped for a cycle is "in flight". Events that arrive while pods are in flight are
 remembered, and so is a scheduling-relevant update of the pod itself, so that a pod that
 fails after such an event goes to backoffQ instead of sleeping in the unschedulable map
 (the event may already have helped it).
 
-Every pod the queue holds is in exactly one of activeQ, backoffQ, unschedulable, in-flight
-(``check_invariants``). The queue does no waiting itself: ``pop`` returns None when nothing
-is ready, and ``on_ready`` (a callback) tells the owner when a pod became ready, so an
-asyncio owner can await it. Time comes from an injected Clock.
+Every pod the queue holds is in exactly one of activeQ, backoffQ, unschedulable, gated,
+in-flight (``check_invariants``). The queue does no waiting itself: ``pop`` returns None
+when nothing is ready, and ``on_ready`` (a callback) tells the owner when a pod became
+ready, so an asyncio owner can await it. Time comes from an injected Clock.
 
 Runtime complexity: add/update/delete/pop O(log n); flush_backoff_completed O(k log n) for
 k moved pods; move_all_to_active_or_backoff O(u) for u unschedulable pods.
@@ -46,6 +51,7 @@ from scheduler.types import PodInfo
 __all__ = [
     "ACTIVE_Q",
     "BACKOFF_Q",
+    "GATED_Q",
     "UNSCHEDULABLE_Q",
     "PriorityQueue",
     "QueuedPodInfo",
@@ -54,6 +60,7 @@ __all__ = [
 ACTIVE_Q = "active"
 BACKOFF_Q = "backoff"
 UNSCHEDULABLE_Q = "unschedulable"
+GATED_Q = "gated"
 IN_FLIGHT = "in_flight"
 
 # Event names for the scheduler_queue_incoming_pods_total metric.
@@ -113,10 +120,14 @@ class PriorityQueue:
         # PreEnqueue-style gate: a pod for which it returns False waits in the unschedulable
         # map instead of activeQ (used to hold a preemptor while its victims are deleted).
         self.gate: Callable[[PodInfo], bool] | None = None
+        # PreEnqueue plugins (SchedulingGates): the message of the first that rejects the
+        # pod, or None. A rejected pod waits in the gated set until an update lets it pass.
+        self.pre_enqueue: Callable[[PodInfo], str | None] | None = None
         self.nominator = Nominator()
         self._active: SortedList = SortedList()
         self._backoff: SortedList = SortedList()
         self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
         self._where: dict[str, str] = {}
         self._infos: dict[str, QueuedPodInfo] = {}
@@ -155,6 +166,16 @@ class PriorityQueue:
         self._infos[qpi.pod.key] = qpi
         self._incoming(UNSCHEDULABLE_Q, event)
 
+    def _push_gated(self, qpi: QueuedPodInfo, event: str) -> None:
+        self._gated[qpi.pod.key] = qpi
+        self._where[qpi.pod.key] = GATED_Q
+        self._infos[qpi.pod.key] = qpi
+        self._incoming(GATED_Q, event)
+
+    def gated_by(self, pod: PodInfo) -> str | None:
+        """Why a PreEnqueue plugin keeps ``pod`` out of the queue, or None."""
+        return None if self.pre_enqueue is None else self.pre_enqueue(pod)
+
     def _detach(self, key: str) -> QueuedPodInfo | None:
         where = self._where.pop(key, None)
         qpi = self._infos.pop(key, None)
@@ -168,6 +189,8 @@ class PriorityQueue:
             qpi._backoff_key = None
         elif where == UNSCHEDULABLE_Q:
             del self._unschedulable[key]
+        elif where == GATED_Q:
+            del self._gated[key]
         else:
             del self._in_flight[key]
         return qpi
@@ -196,13 +219,17 @@ class PriorityQueue:
 
     # ------------------------------------------------------------------ pod events
     def add(self, pod: PodInfo, *, timestamp: float | None = None) -> None:
-        """A new pending pod. Goes to activeQ. O(log n)."""
+        """A new pending pod. Goes to activeQ, or to the gated set if a PreEnqueue plugin
+        rejects it. O(log n)."""
         if pod.key in self._where:
             self.update(pod)
             return
         qpi = QueuedPodInfo(
             pod, self.clock.now() if timestamp is None else timestamp, seq=next(self._seq)
         )
+        if self.gated_by(pod) is not None:
+            self._push_gated(qpi, EVENT_POD_ADD)
+            return
         self._push_active(qpi, EVENT_POD_ADD)
         if pod.nominated_node_name:
             self.nominator.add_nominated_pod(pod, pod.nominated_node_name)
@@ -216,6 +243,14 @@ class PriorityQueue:
             return
         qpi = self._infos[key]
         old = qpi.pod
+        if where == GATED_Q:
+            qpi.pod = pod
+            if self.gated_by(pod) is None:  # the last gate is gone
+                self._detach(key)
+                self._push_active(qpi, EVENT_POD_UPDATE)
+                if pod.nominated_node_name:
+                    self.nominator.add_nominated_pod(pod, pod.nominated_node_name)
+            return
         self.nominator.update_nominated_pod(old, pod)
         spec_changed = _scheduling_relevant(old) != _scheduling_relevant(pod)
         if where == IN_FLIGHT:
@@ -383,6 +418,7 @@ class PriorityQueue:
             ACTIVE_Q: [self._infos[k[3]].pod for k in self._active],
             BACKOFF_Q: [self._infos[k[2]].pod for k in self._backoff],
             UNSCHEDULABLE_Q: [q.pod for q in self._unschedulable.values()],
+            GATED_Q: [q.pod for q in self._gated.values()],
         }
 
     def counts(self) -> dict[str, int]:
@@ -390,6 +426,7 @@ class PriorityQueue:
             ACTIVE_Q: len(self._active),
             BACKOFF_Q: len(self._backoff),
             UNSCHEDULABLE_Q: len(self._unschedulable),
+            GATED_Q: len(self._gated),
             IN_FLIGHT: len(self._in_flight),
         }
 
@@ -411,6 +448,11 @@ class PriorityQueue:
         for key in self._unschedulable:
             assert key not in seen, f"{key} in two sub-queues"
             seen[key] = UNSCHEDULABLE_Q
+        for key, q in self._gated.items():
+            assert key not in seen, f"{key} in two sub-queues"
+            assert self.gated_by(q.pod) is not None, f"{key} gated but passes PreEnqueue"
+            assert self.nominator.nominated_node(key) is None, f"gated {key} is nominated"
+            seen[key] = GATED_Q
         for key in self._in_flight:
             assert key not in seen, f"{key} in flight and queued"
             seen[key] = IN_FLIGHT

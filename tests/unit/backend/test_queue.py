@@ -12,6 +12,7 @@ import pytest
 from scheduler.backend.queue import (
     ACTIVE_Q,
     BACKOFF_Q,
+    GATED_Q,
     UNSCHEDULABLE_Q,
     Nominator,
     PriorityQueue,
@@ -154,7 +155,7 @@ def test_pop_marks_the_pod_in_flight(q: PriorityQueue, clock: FakeClock) -> None
         1,
         clock.now(),
     )
-    assert q.counts() == {ACTIVE_Q: 0, BACKOFF_Q: 0, UNSCHEDULABLE_Q: 0, IN_FLIGHT: 1}
+    assert q.counts() == {ACTIVE_Q: 0, BACKOFF_Q: 0, UNSCHEDULABLE_Q: 0, GATED_Q: 0, IN_FLIGHT: 1}
     q.done("default/p")
     assert not q.contains("default/p") and len(q) == 0
 
@@ -573,3 +574,48 @@ def test_queue_follows_nominations(q: PriorityQueue) -> None:
     assert q.nominator.nominated_pods_for_node("n1") == []
     q.update(make_pod("p").info())
     assert q.nominator.nominated_node("default/p") is None
+
+
+# --------------------------------------------------------------------------- PreEnqueue
+
+
+def _gates(pod: PodInfo) -> str | None:
+    return (
+        f"waiting for scheduling gates: {list(pod.scheduling_gates)}"
+        if pod.scheduling_gates
+        else None
+    )
+
+
+def test_a_gated_pod_waits_in_the_gated_set_until_its_last_gate_goes(
+    q: PriorityQueue,
+) -> None:
+    from dataclasses import replace
+
+    getattr(q, "q", q).pre_enqueue = _gates  # past the Checked wrapper
+    gated = replace(pod("g"), scheduling_gates=("a", "b"), nominated_node_name="n1")
+    q.add(gated)
+    assert q.where("default/g") == GATED_Q and q.counts()[GATED_Q] == 1
+    assert q.pop() is None  # never reaches activeQ: no Filter, no preemption
+    assert q.nominator.nominated_node("default/g") is None  # gated pods are not nominated
+    q.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"), None, None)
+    q.flush_unschedulable_left_over()
+    q.activate(["default/g"])
+    assert q.where("default/g") == GATED_Q  # no cluster event moves it
+    q.check_invariants()
+    q.update(replace(gated, scheduling_gates=("b",)))
+    assert q.where("default/g") == GATED_Q
+    q.update(replace(gated, scheduling_gates=()))
+    assert q.where("default/g") == ACTIVE_Q and q.counts()[GATED_Q] == 0
+    assert q.nominator.nominated_node("default/g") == "n1"
+    q.check_invariants()
+    assert pop(q, "default/g").pod.scheduling_gates == ()
+
+
+def test_a_gated_pod_can_be_deleted(q: PriorityQueue) -> None:
+    from dataclasses import replace
+
+    getattr(q, "q", q).pre_enqueue = _gates  # past the Checked wrapper
+    q.add(replace(pod("g"), scheduling_gates=("a",)))
+    assert q.delete("default/g") and not q.contains("default/g")
+    q.check_invariants()

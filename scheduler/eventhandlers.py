@@ -17,7 +17,6 @@ import structlog
 
 from scheduler.decode import ObjectDecoder
 from scheduler.deltas import Added, Deleted, Delta, Updated
-from scheduler.framework.interface import ClusterEvent
 from scheduler.schedule_one import SchedulerCore
 from scheduler.types import NodeRecord, PDBInfo, PodInfo, PriorityClassInfo
 
@@ -98,11 +97,8 @@ class EventHandlers:
         name, labels = d.new
         old = self.namespace_labels.get(name)
         self.namespace_labels[name] = labels
-        if isinstance(d, Updated) and old != labels:
-            # A namespaceSelector of a pod affinity term may match now.
-            self.core.queue.move_all_to_active_or_backoff(
-                ClusterEvent("Namespace", "Update"), old, labels
-            )
+        if isinstance(d, Updated) and old is not None:
+            self.core.on_namespace_update(old, labels)
 
     def rejected(self, kind: str) -> Callable[[Raw, Exception], None]:
         """on_error for kinds other than pods: log the object and field, keep going."""

@@ -281,7 +281,18 @@ class SchedulerCore:
             self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", "Update"), old, new)
 
     def on_node_delete(self, name: str) -> None:
+        ni = self.cache.get_node(name)
+        old = ni.node if ni is not None else None
         self.cache.remove_node(name)
+        if old is not None:
+            # Its pods leave the spreading counts with it (PodTopologySpread's Node/Delete).
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Node", "Delete"), old, None)
+
+    def on_namespace_update(self, old: Mapping[str, str], new: Mapping[str, str]) -> None:
+        """A namespace's labels changed (the namespace_labels lookup already answers
+        ``new``): affinity terms' namespaceSelectors may select it now, or no longer."""
+        if old != new:
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("Namespace", "Update"), old, new)
 
     def on_pdb_set(self, pdb: PDBInfo) -> None:
         old = self.pdbs.get(pdb.key)

@@ -631,3 +631,65 @@ def test_pod_update_of_a_queued_pod_keeps_one_copy() -> None:
     qpi = h.core.queue.get("default/p")
     assert qpi is not None and qpi.pod.labels == {"a": "b"}
     h.core.queue.check_invariants()
+
+
+# --------------------------------------------------------------------------- queue events
+
+
+def test_a_node_deletion_reaches_pod_topology_spreads_hint() -> None:
+    """Zone b's only node is full, so zone a's node is one pod too many (skew 2 > 1); when
+    zone b's node goes away, so does the domain, and the pod fits (Node/Delete)."""
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": "x"}},
+    }
+    h = harness(
+        nodes=[
+            make_node("n1").label("zone", "a").record(),
+            make_node("n2").label("zone", "b").alloc(cpu="100m", memory="1Gi", pods=10).record(),
+        ],
+        pods=[make_pod("old").label("app", "x").req(cpu="1").node("n1").info()],
+        config=SchedulerConfig(post_filters=()),  # every default filter, no preemption
+    )
+    h.core.on_pod_add(make_pod("p").label("app", "x").req(cpu="1").spread(spread).info())
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+    assert h.core.queue.where("default/p") == "unschedulable"
+    h.core.on_node_delete("n2")
+    assert h.core.queue.where("default/p") in ("active", "backoff")
+    h.clock.step(20)
+    h.core.flush()
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "assumed" and r.node == "n1"
+
+
+def test_a_namespace_label_change_reaches_inter_pod_affinitys_hint() -> None:
+    labels: dict[str, dict[str, str]] = {"other": {}}
+    core = SchedulerCore(
+        SchedulerConfig(post_filters=()),
+        FakeClock(),
+        RecordingBinder(),
+        RecordingRecorder(),
+        rng=random.Random(0),
+        namespace_labels=lambda ns: labels.get(ns, {}),
+    )
+    core.on_node_add(make_node("n1").label("zone", "a").record())
+    core.on_pod_add(make_pod("db", namespace="other").label("app", "db").node("n1").info())
+    term = {
+        "labelSelector": {"matchLabels": {"app": "db"}},
+        "namespaceSelector": {"matchLabels": {"team": "x"}},
+        "topologyKey": "zone",
+    }
+    aff = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    core.on_pod_add(make_pod("p").affinity(aff).info())
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+    # An unrelated label change moves nothing; the selected one does.
+    labels["other"] = {"unrelated": "1"}
+    core.on_namespace_update({}, labels["other"])
+    assert core.queue.where("default/p") == "unschedulable"
+    old, labels["other"] = labels["other"], {"team": "x"}
+    core.on_namespace_update(old, labels["other"])
+    assert core.queue.where("default/p") in ("active", "backoff")

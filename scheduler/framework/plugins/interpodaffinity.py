@@ -535,10 +535,28 @@ class InterPodAffinity:
                     return QueueingHint.QUEUE  # lost the key, or moved domain
             return QueueingHint.SKIP
 
+        def namespace_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            """A namespace's labels changed (``old``/``new``: label maps). Beyond upstream,
+            which registers no Namespace event and leaves such pods to the 5-minute flush:
+            queue the pod if a term's namespaceSelector now selects the namespace (affinity
+            may be satisfied by its pods) or no longer does (anti-affinity may be lifted)."""
+            if not isinstance(old, Mapping) or not isinstance(new, Mapping):
+                return QueueingHint.SKIP
+            for t in pod.required_affinity:
+                sel = t.namespace_selector
+                if sel is not None and sel.matches(new) and not sel.matches(old):
+                    return QueueingHint.QUEUE
+            for t in pod.required_anti_affinity:
+                sel = t.namespace_selector
+                if sel is not None and sel.matches(old) and not sel.matches(new):
+                    return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+
         return [
             EventRegistration(ClusterEvent("AssignedPod", "Add"), assigned_pod_changed),
             EventRegistration(ClusterEvent("AssignedPod", "Update"), assigned_pod_changed),
             EventRegistration(ClusterEvent("AssignedPod", "Delete"), assigned_pod_changed),
             EventRegistration(ClusterEvent("Node", "Add"), node_changed),
             EventRegistration(ClusterEvent("Node", "Update"), node_changed),
+            EventRegistration(ClusterEvent("Namespace", "Update"), namespace_changed),
         ]

@@ -62,8 +62,6 @@ __all__ = ["LIST_KINDS", "ExplainError", "Explanation", "Lister", "explain"]
 Lister = Callable[[str], list[dict[str, Any]]]
 # What explain LISTs, in load order (classes before the pods that name them).
 LIST_KINDS = ("priorityclasses", "namespaces", "nodes", "poddisruptionbudgets", "pods")
-# schedule_one's status for a node a PreFilter result left out.
-PRE_FILTER_EXCLUDED = "node(s) didn't satisfy plugin(s) [PreFilter]"
 CODE_NAMES = {
     Code.SUCCESS: "Success",
     Code.ERROR: "Error",
@@ -408,7 +406,9 @@ def _run(core: SchedulerCore, pod: PodInfo, out: Explanation) -> None:
             and pre_result.node_names is not None
             and (ni.name not in pre_result.node_names)
         ):
-            st = Status.unresolvable(PRE_FILTER_EXCLUDED)
+            # As schedule_one: named after the plugins that restricted the node set.
+            plugins = " ".join(sorted(pre_result.plugins))
+            st = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{plugins}]")
         else:
             st = fw.run_filter_with_nominated_pods(state, pod, ni)
         if st.is_success():

@@ -461,12 +461,17 @@ class SchedulerCore:
                     raise _CycleError(f"running Filter plugin {st.plugin}: {st.message()}")
         restricted = pre_result is not None and pre_result.node_names is not None
         if pre_result is not None and pre_result.node_names is not None:
+            # Upstream's schedule_one findNodesThatFitPod: nodes outside the PreFilter result
+            # get one status naming the plugins that restricted the set, which also become
+            # the pod's unschedulable plugins (their queueing hints decide its requeue).
             allowed = pre_result.node_names
+            plugins = sorted(pre_result.plugins)
+            absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(plugins)}]")
             for ni in nodes:
                 if ni.name not in allowed:
-                    diagnosis.node_to_status[ni.name] = Status.unresolvable(
-                        "node(s) didn't satisfy plugin(s) [PreFilter]"
-                    )
+                    diagnosis.node_to_status[ni.name] = absent
+            if len(allowed) < len(nodes):
+                diagnosis.unschedulable_plugins.update(plugins)
             nodes = [ni for ni in nodes if ni.name in allowed]
         total = len(nodes)
         if total == 0:

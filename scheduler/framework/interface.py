@@ -128,9 +128,12 @@ class CycleState:
 
 @dataclass(frozen=True, slots=True)
 class PreFilterResult:
-    """Restricts the nodes to evaluate (None: all). Upstream's PreFilterResult.NodeNames."""
+    """Restricts the nodes to evaluate (None: all). Upstream's PreFilterResult.NodeNames;
+    ``plugins``: the PreFilter plugins whose results made the restriction (the framework
+    fills it in; the nodes left out are reported as not satisfying them)."""
 
     node_names: frozenset[str] | None = None
+    plugins: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

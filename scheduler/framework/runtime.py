@@ -159,7 +159,7 @@ class Framework:
                     if result is None or result.node_names is None
                     else (result.node_names & r.node_names)
                 )
-                result = PreFilterResult(names)
+                result = PreFilterResult(names, frozenset(with_nodes))
                 if not names:
                     if len(with_nodes) == 1:
                         msg = f"node(s) didn't satisfy plugin {with_nodes[0]}"

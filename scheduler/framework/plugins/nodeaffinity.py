@@ -23,7 +23,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.helper import default_normalize_score, match_node_selector_terms
-from scheduler.types import NodeInfo, NodeRecord, PodInfo
+from scheduler.types import NodeInfo, NodeRecord, NodeSelectorTerm, PodInfo
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 
@@ -40,6 +40,29 @@ def pod_matches_node(pod: PodInfo, node: NodeRecord) -> bool:
     return match_node_selector_terms(terms, labels, node.name)
 
 
+ERR_REASON_CONFLICT = "pod affinity terms conflict"
+
+
+def node_names_from_match_fields(terms: Sequence[NodeSelectorTerm]) -> frozenset[str] | None:
+    """As upstream's NodeAffinity PreFilter: when every required term names nodes with a
+    ``metadata.name In [...]`` match field, only those nodes can fit (the fields of one term
+    intersect, the terms unite); None when some term does not restrict names (or there are
+    no terms), an empty set when each term's names conflict."""
+    if not terms:
+        return None
+    names: set[str] = set()
+    for term in terms:
+        term_names: set[str] | None = None
+        for r in term.match_fields:
+            if r.key == "metadata.name" and r.operator == "In":
+                values = set(r.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            return None  # terms are ORed: this one allows any node name
+        names |= term_names
+    return frozenset(names)
+
+
 class NodeAffinity:
     name = names.NODE_AFFINITY
     node_only_filter = True  # Filter reads the pod and the node record only
@@ -49,7 +72,12 @@ class NodeAffinity:
     ) -> tuple[PreFilterResult | None, Status]:
         if not pod.node_selector and pod.required_node_affinity is None:
             return None, SKIP  # the filter has nothing to check for this pod
-        return None, SUCCESS
+        allowed = node_names_from_match_fields(pod.required_node_affinity or ())
+        if allowed is None:
+            return None, SUCCESS
+        if not allowed:
+            return None, Status.unresolvable(ERR_REASON_CONFLICT, plugin=self.name)
+        return PreFilterResult(allowed), SUCCESS
 
     def pre_filter_extensions(self) -> None:
         return None

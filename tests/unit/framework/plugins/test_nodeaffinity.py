@@ -11,7 +11,11 @@ import pytest
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import Code, CycleState, QueueingHint
-from scheduler.framework.plugins.nodeaffinity import ERR_REASON_POD, NodeAffinity
+from scheduler.framework.plugins.nodeaffinity import (
+    ERR_REASON_POD,
+    NodeAffinity,
+    node_names_from_match_fields,
+)
 from scheduler.types import NodeInfo, NodeRecord, PodInfo
 from tests.builders import make_node, make_pod
 
@@ -496,3 +500,74 @@ def test_node_change_hint(old: NodeRecord | None, new: NodeRecord, want: Queuein
 def test_filter_on_a_node_info_without_node() -> None:
     st = NodeAffinity().filter(CycleState(), selector(foo="bar"), NodeInfo())
     assert st.code == UNRESOLVABLE
+
+
+# --------------------------------------------------------------------------- PreFilter node set
+# Upstream: pkg/scheduler/framework/plugins/nodeaffinity/node_affinity.go (NodeAffinity.PreFilter
+# returns PreFilterResult.NodeNames for metadata.name matchFields), and
+# pkg/scheduler/schedule_one.go (findNodesThatFitPod reports nodes outside it as
+# "node(s) didn't satisfy plugin(s) [NodeAffinity]").
+
+
+def _name_terms(*terms: list[str] | None) -> dict[str, Any]:
+    out = []
+    for names_ in terms:
+        if names_ is None:
+            out.append({"matchExpressions": [{"key": "zone", "operator": "Exists"}]})
+        else:
+            out.append(
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": names_}]}
+            )
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": out}
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    ("affinity", "expected"),
+    [
+        pytest.param(_name_terms(["n1"]), frozenset({"n1"}), id="one term naming a node"),
+        pytest.param(
+            _name_terms(["n1"], ["n2", "n3"]),
+            frozenset({"n1", "n2", "n3"}),
+            id="terms are ORed: names unite",
+        ),
+        pytest.param(_name_terms(["n1"], None), None, id="a term without names allows every node"),
+        pytest.param(_name_terms([]), frozenset(), id="no name can match: conflict"),
+    ],
+)
+def test_pre_filter_node_names_from_match_fields(
+    affinity: dict[str, Any], expected: frozenset[str] | None
+) -> None:
+    pod = make_pod("p").affinity(affinity).info()
+    assert node_names_from_match_fields(pod.required_node_affinity or ()) == expected
+
+
+def test_nodes_outside_the_pre_filter_set_are_reported_as_upstream() -> None:
+    import random
+
+    from scheduler.clock import FakeClock
+    from scheduler.config import SchedulerConfig
+    from scheduler.schedule_one import SchedulerCore
+    from tests.unit.fakes import RecordingBinder, RecordingRecorder
+
+    core = SchedulerCore(
+        SchedulerConfig(post_filters=()),
+        FakeClock(),
+        RecordingBinder(),
+        RecordingRecorder(),
+        rng=random.Random(0),
+    )
+    for n in ("n1", "n2", "n3"):
+        core.on_node_add(make_node(n).alloc(cpu="1", memory="1Gi", pods=10).record())
+    core.on_pod_add(make_pod("p").req(cpu="2").affinity(_name_terms(["n1"])).info())
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+    assert r.message == (
+        "0/3 nodes are available: 1 Insufficient cpu, "
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+    )
+    qpi = core.queue.get("default/p")
+    assert qpi is not None and "NodeAffinity" in qpi.unschedulable_plugins

@@ -83,7 +83,8 @@ run: install ## run the scheduler (local control plane unless KUBECONFIG is set)
 	  $(MAKE) --no-print-directory cluster-up; \
 	  export KUBECONFIG=$$($(CLUSTER) kubeconfig); \
 	  echo "kubeconfig: $$KUBECONFIG"; \
-	  echo "try:        kubectl --kubeconfig $$KUBECONFIG apply -f manifests/examples/"; \
+	  echo "try:        kubectl --kubeconfig $$KUBECONFIG apply -f manifests/examples/priorityclasses.yaml -f manifests/examples/deployment.yaml"; \
+	  echo "            (then the walkthrough in manifests/examples/README.md)"; \
 	  exec $(VENV)/bin/py-scheduler run --kubeconfig "$$KUBECONFIG" --no-leader-elect; \
 	else \
 	  exec $(VENV)/bin/py-scheduler run --kubeconfig "$$KUBECONFIG"; \

@@ -28,7 +28,7 @@ from scheduler.errors import ApiCallError
 from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.leader import LeaderElector
 from scheduler.kube.live import LiveScheduler
-from scheduler.server import HealthServer
+from scheduler.server import HealthServer, ServeError
 
 __all__ = ["run", "run_operator"]
 
@@ -94,7 +94,15 @@ async def run_operator(
         ready=lambda: sched.synced,
         registry=sched.metrics.registry,
     )
-    port = await server.start()
+    try:
+        port = await server.start()
+    except ServeError as e:
+        import sys
+
+        print(f"py-scheduler: {e.args[1] if len(e.args) > 1 else e}", file=sys.stderr)
+        await live.close()
+        await lease_client.close()
+        return 2
     log.info("http_serving", address=f"{config.http_bind_address}:{port}")
 
     elector: LeaderElector | None = None

@@ -8,7 +8,12 @@ from collections.abc import Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["HealthServer"]
+__all__ = ["HealthServer", "ServeError"]
+
+
+class ServeError(OSError):
+    """The port cannot be served (in use, not permitted, no such address): one line that
+    names the address."""
 
 
 class HealthServer:
@@ -51,7 +56,15 @@ class HealthServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as e:
+            await self._runner.cleanup()
+            self._runner = None
+            reason = e.strerror or str(e)
+            raise ServeError(
+                e.errno, f"cannot serve health and metrics on {self.host}:{self.port}: {reason}"
+            ) from e
         server = getattr(site, "_server", None)
         sockets = getattr(server, "sockets", None) or []
         if sockets:

@@ -21,10 +21,9 @@ from __future__ import annotations
 import datetime as _dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-from scheduler.quantity import QuantityError, milli_value, parse_quantity, value
+from scheduler.quantity import NANO, QuantityError, nanos_milli, nanos_value, parse_nanos
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -142,7 +141,9 @@ class Resource:
         return not (self.milli_cpu or self.memory or self.ephemeral_storage or self.scalar)
 
 
-ResourceList = dict[str, Fraction]  # exact quantities by resource name, as a v1.ResourceList
+# Exact quantities (whole nano base units, see scheduler.quantity) by resource name, as a
+# v1.ResourceList.
+ResourceList = dict[str, int]
 
 
 def _parse_resource_list(raw: Any, where: str, obj: str) -> ResourceList:
@@ -154,7 +155,7 @@ def _parse_resource_list(raw: Any, where: str, obj: str) -> ResourceList:
     out: ResourceList = {}
     for name, q in raw.items():
         try:
-            out[str(name)] = parse_quantity(q)
+            out[str(name)] = parse_nanos(q)
         except QuantityError as e:
             raise ParseError(obj, f"{where}.{name}", str(e)) from e
     return out
@@ -166,17 +167,17 @@ def _to_resource(rl: ResourceList) -> Resource:
     res = Resource()
     for name, q in rl.items():
         if name == "cpu":
-            res.milli_cpu = milli_value(q)
+            res.milli_cpu = nanos_milli(q)
         elif name == "memory":
-            res.memory = value(q)
+            res.memory = nanos_value(q)
         elif name == "ephemeral-storage":
-            res.ephemeral_storage = value(q)
+            res.ephemeral_storage = nanos_value(q)
         elif name == "pods":
-            res.allowed_pod_number = value(q)
+            res.allowed_pod_number = nanos_value(q)
         elif name == "storage":
             continue  # volume-only resource; not a pod request upstream tracks here
         else:
-            v = value(q)
+            v = nanos_value(q)
             if v:
                 res.scalar[name] = v
     return res
@@ -475,7 +476,7 @@ def _timestamp(raw: Any, where: str, obj: str) -> float | None:
 
 def _rl_add(into: ResourceList, other: ResourceList) -> None:
     for k, v in other.items():
-        into[k] = into.get(k, Fraction(0)) + v
+        into[k] = into.get(k, 0) + v
 
 
 def _rl_max(into: ResourceList, other: ResourceList) -> None:
@@ -632,9 +633,9 @@ def _pod_requests(spec: Obj, status: Obj, obj: str) -> tuple[Resource, int, int]
     # name cpu / memory; with pod-level requests, only for what neither level names.
     defaults: ResourceList = {}
     if not pod_level_set or "cpu" not in reqs:
-        defaults["cpu"] = Fraction(DEFAULT_MILLI_CPU_REQUEST, 1000)
+        defaults["cpu"] = DEFAULT_MILLI_CPU_REQUEST * NANO // 1000
     if not pod_level_set or "memory" not in reqs:
-        defaults["memory"] = Fraction(DEFAULT_MEMORY_REQUEST)
+        defaults["memory"] = DEFAULT_MEMORY_REQUEST * NANO
     non_zero = requests(defaults) if defaults else reqs
     total = _to_resource(reqs)
     total.allowed_pod_number = 0

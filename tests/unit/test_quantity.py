@@ -158,3 +158,63 @@ def test_integer_with_exponent(n: int, exp: int) -> None:
 def test_decimal_fraction(whole: int, frac: int) -> None:
     assert parse_quantity(f"{whole}.{frac:03d}") == whole + Fraction(frac, 1000)
     assert milli_value(f"{whole}.{frac:03d}") == whole * 1000 + frac
+
+
+# --------------------------------------------------------------------------- integer path
+# The parser counts whole nano units in integers; this is the Fraction arithmetic it replaced
+# (nano precision, finer digits up in magnitude, binary quantities capped at int64), kept
+# here as the oracle.
+
+
+def _reference(raw: str) -> Fraction:
+    import re
+
+    m = re.fullmatch(
+        r"(?P<sign>[+-]?)(?P<num>[0-9]+(?:\.[0-9]*)?|\.[0-9]+)"
+        r"(?:(?P<exp>[eE][+-]?[0-9]+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)",
+        raw,
+    )
+    assert m is not None
+    number = Fraction(m["num"]) * (-1 if m["sign"] == "-" else 1)
+
+    def to_nano(x: Fraction) -> Fraction:
+        scaled = x * 10**9
+        if scaled.denominator == 1:
+            return x
+        mag = -((-abs(scaled.numerator)) // scaled.denominator)
+        return Fraction(mag if scaled >= 0 else -mag, 10**9)
+
+    if m["exp"] is not None:
+        return to_nano(number * Fraction(10) ** int(m["exp"][1:]))
+    suffix = m["suffix"] or ""
+    binary = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+    if suffix in binary:
+        q = to_nano(number * 2 ** binary[suffix])
+        cap = 2**63 - 1
+        return Fraction(cap if q > 0 else -cap) if abs(q) > cap else q
+    decimal = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+    return to_nano(number * Fraction(10) ** decimal[suffix])
+
+
+_NUMBERS = st.one_of(
+    st.integers(0, 10**12).map(str),
+    st.tuples(st.integers(0, 10**6), st.text("0123456789", min_size=1, max_size=12)).map(
+        lambda t: f"{t[0]}.{t[1]}"
+    ),
+    st.text("0123456789", min_size=1, max_size=12).map(lambda d: f".{d}"),
+)
+_TAILS = st.one_of(
+    st.sampled_from(["", "n", "u", "m", "k", "M", "G", "T", "P", "E"]),
+    st.sampled_from(["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]),
+    st.integers(-30, 30).map(lambda e: f"e{e}"),
+)
+
+
+@given(sign=st.sampled_from(["", "-", "+"]), num=_NUMBERS, tail=_TAILS)
+def test_the_integer_path_equals_the_exact_fraction_path(sign: str, num: str, tail: str) -> None:
+    raw = f"{sign}{num}{tail}"
+    want = _reference(raw)
+    assert parse_quantity(raw) == want
+    assert milli_value(raw) == milli_value(want)
+    assert value(raw) == value(want)
+    assert parse_quantity(raw) == want  # a second time: from the cache

@@ -1,15 +1,36 @@
-"""Raw API objects -> typed records: the one decoder shared by run, simulate and explain.
+"""Raw API objects -> typed records: the one decoder of ``run``, ``simulate`` and ``explain``.
 
-(Placeholder of the live-layer branch; the simulate work replaces it with the full module.)
+What it owns:
+
+- ``loads_json``: JSON text to Python objects (orjson: several times faster than json). The
+  live layer decodes watch lines and replies with it; the file loader below does too.
+- ``ObjectDecoder``: one method per kind the scheduler reads (pods, nodes, PDBs,
+  PriorityClasses, namespaces). It keeps the PriorityClasses seen so far (a pod's priority
+  comes from its class), checks the shape of the fields the parsers take for granted so that
+  a wrong type names its field, and turns any failure into a ``ParseError`` that names the
+  object and the field. The informers of the live layer call it once per object version;
+  ``simulate`` and ``explain`` call it for every object of a dump or a listing.
+- ``load_documents``: files, directories or standard input holding ``kubectl get -o json``
+  Lists (or any JSON objects) and multi-document YAML (libyaml's loader when PyYAML has it),
+  as ``Document`` records that know their file, document number and List item, with
+  ``InputError`` naming those for bad input. An optional progress callback counts objects.
+
+What it does not own: what the records mean (the core), and the wire (``scheduler.kube``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import yaml
 
 from scheduler.types import (
     NodeRecord,
+    ParseError,
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
@@ -20,34 +41,287 @@ from scheduler.types import (
     priority_class_from_dict,
 )
 
-__all__ = ["ObjectDecoder"]
+__all__ = [
+    "Document",
+    "InputError",
+    "ObjectDecoder",
+    "load_documents",
+    "loads_json",
+]
+
+try:
+    import orjson
+
+    def loads_json(data: bytes | str) -> Any:
+        """JSON text to Python objects (orjson when installed)."""
+        return orjson.loads(data)
+
+except ImportError:  # pragma: no cover - orjson is a dependency; this keeps a broken env usable
+    import json
+
+    def loads_json(data: bytes | str) -> Any:
+        return json.loads(data)
+
+
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it
+YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+Raw = Mapping[str, Any]
+
+
+class InputError(ValueError):
+    """Bad input: the message names the file, the document and the field."""
+
+
+# ------------------------------------------------------------------------- shapes
+
+# Fields whose shape the parsers take for granted: "a[]" is a list of mappings, "a" a
+# mapping (when present). Checked first, so that a wrong type names its field.
+_SHAPES: dict[str, tuple[tuple[str, ...], ...]] = {
+    "Pod": tuple(
+        tuple(p.split("."))
+        for p in (
+            "spec.containers[].resources",
+            "spec.containers[].ports[]",
+            "spec.initContainers[].resources",
+            "spec.initContainers[].ports[]",
+            "spec.tolerations[]",
+            "spec.affinity.nodeAffinity",
+            "spec.affinity.podAffinity",
+            "spec.affinity.podAntiAffinity",
+            "spec.topologySpreadConstraints[]",
+            "metadata.ownerReferences[]",
+            "status.conditions[]",
+            "status.containerStatuses[]",
+            "status.initContainerStatuses[]",
+        )
+    ),
+    "Node": (("spec", "taints[]"), ("status", "images[]")),
+    "PodDisruptionBudget": (("spec", "selector"),),
+}
+
+
+def _name_of(kind: str, raw: Raw) -> str:
+    meta = raw.get("metadata")
+    if not isinstance(meta, Mapping):
+        return "<unnamed>"
+    name = str(meta.get("name") or "<unnamed>")
+    if kind in ("Node", "PriorityClass", "Namespace"):
+        return name
+    return f"{meta.get('namespace') or 'default'}/{name}"
+
+
+def _check_shape(value: Any, path: Sequence[str], who: str, at: str) -> None:
+    if not path or value is None:
+        return
+    head, rest = path[0], path[1:]
+    name = head.removesuffix("[]")
+    child = value.get(name)
+    here = f"{at}.{name}" if at else name
+    if child is None:
+        return
+    if head.endswith("[]"):
+        if not isinstance(child, list):
+            raise ParseError(who, here, f"expected a list, got {type(child).__name__}")
+        for i, item in enumerate(child):
+            if not isinstance(item, Mapping):
+                raise ParseError(who, f"{here}[{i}]", f"expected a map, got {type(item).__name__}")
+            _check_shape(item, rest, who, f"{here}[{i}]")
+    elif not isinstance(child, Mapping):
+        raise ParseError(who, here, f"expected a map, got {type(child).__name__}")
+    else:
+        _check_shape(child, rest, who, here)
+
+
+def _guard(kind: str, raw: Raw, parse: Callable[[Raw], Any]) -> Any:
+    """Shape checks, then the parser; anything unexpected becomes a ParseError naming the
+    object (a wrong type deep inside an object that the parser does not check field by
+    field)."""
+    who = f"{kind} {_name_of(kind, raw)}"
+    for part in ("metadata", "spec", "status"):
+        value = raw.get(part)
+        if value is not None and not isinstance(value, Mapping):
+            raise ParseError(who, part, f"expected a map, got {type(value).__name__}")
+    for path in _SHAPES.get(kind, ()):
+        _check_shape(raw, path, who, "")
+    try:
+        return parse(raw)
+    except ParseError:
+        raise
+    except (AttributeError, TypeError, ValueError, KeyError) as e:
+        raise ParseError(who, "", f"malformed object ({type(e).__name__}: {e})") from e
+
+
+# ------------------------------------------------------------------------- the decoder
 
 
 class ObjectDecoder:
+    """Raw API object -> typed record, for every kind the scheduler reads. Raises
+    ``ParseError`` (object and field) or ``UnknownPriorityClassError`` (a pod's class)."""
+
     def __init__(self) -> None:
         self.classes: dict[str, PriorityClassInfo] = {}
+        self._default: PriorityClassInfo | None = None
 
-    def priority_class(self, raw: Mapping[str, Any]) -> PriorityClassInfo:
-        pc = priority_class_from_dict(raw)
+    def priority_class(self, raw: Raw) -> PriorityClassInfo:
+        pc: PriorityClassInfo = _guard("PriorityClass", raw, priority_class_from_dict)
         self.classes[pc.name] = pc
+        self._default = global_default_class(self.classes.values())
         return pc
 
     def forget_priority_class(self, name: str) -> None:
-        self.classes.pop(name, None)
+        if self.classes.pop(name, None) is not None:
+            self._default = global_default_class(self.classes.values())
 
-    def pod(self, raw: Mapping[str, Any]) -> PodInfo:
-        return pod_from_dict(
-            raw, classes=self.classes, global_default=global_default_class(self.classes.values())
+    def pod(self, raw: Raw) -> PodInfo:
+        classes, default = self.classes, self._default
+        out: PodInfo = _guard(
+            "Pod", raw, lambda o: pod_from_dict(o, classes=classes, global_default=default)
         )
+        return out
 
-    def node(self, raw: Mapping[str, Any]) -> NodeRecord:
-        return node_from_dict(raw)
+    def node(self, raw: Raw) -> NodeRecord:
+        out: NodeRecord = _guard("Node", raw, node_from_dict)
+        return out
 
-    def pdb(self, raw: Mapping[str, Any]) -> PDBInfo:
-        return pdb_from_dict(raw)
+    def pdb(self, raw: Raw) -> PDBInfo:
+        out: PDBInfo = _guard("PodDisruptionBudget", raw, pdb_from_dict)
+        return out
 
-    def namespace(self, raw: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    def namespace(self, raw: Raw) -> tuple[str, dict[str, str]]:
         meta = raw.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        out = {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
-        return str(meta.get("name") or ""), out
+        name = str(meta.get("name") or "") if isinstance(meta, Mapping) else ""
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        if labels is not None and not isinstance(labels, Mapping):
+            raise ParseError(f"Namespace {name}", "metadata.labels", "expected a map")
+        return name, {str(k): str(v) for k, v in (labels or {}).items()}
+
+
+# ------------------------------------------------------------------------- documents
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    source: str
+    index: int  # 1-based, counting every YAML document of the file (JSON: 1)
+    obj: Mapping[str, Any]
+    item: int | None = None  # index in the document's ``items`` when it is a List
+
+    @property
+    def where(self) -> str:
+        at = f"{self.source}: document {self.index}"
+        return at if self.item is None else f"{at}: items[{self.item}]"
+
+    @property
+    def kind(self) -> str:
+        return str(self.obj.get("kind"))
+
+    @property
+    def name(self) -> str:
+        return _name_of(self.kind, self.obj)
+
+
+def _check_object(obj: Any, where: str) -> Mapping[str, Any]:
+    """The shape every object needs before its kind's parser looks at it."""
+    if not isinstance(obj, Mapping):
+        raise InputError(f"{where}: expected a mapping, got {type(obj).__name__}")
+    kind = obj.get("kind")
+    if kind is None:
+        raise InputError(f"{where}: kind: missing")
+    if not isinstance(kind, str):
+        raise InputError(f"{where}: kind: expected a string, got {kind!r}")
+    for part in ("metadata", "spec", "status"):
+        value = obj.get(part)
+        if value is not None and not isinstance(value, Mapping):
+            raise InputError(f"{where}: {part}: expected a mapping, got {type(value).__name__}")
+    return obj
+
+
+def _walk(raw: Any, source: str, index: int) -> Iterator[Document]:
+    if raw is None:
+        return  # an empty document (e.g. after a trailing ---)
+    where = f"{source}: document {index}"
+    obj = _check_object(raw, where)
+    kind = str(obj["kind"])
+    if kind == "List" or (kind.endswith("List") and "items" in obj):
+        items = obj.get("items") or []
+        if not isinstance(items, list):
+            raise InputError(f"{where}: items: expected a list, got {type(items).__name__}")
+        # A List's items may omit kind (kubectl fills it in); take it from the List's.
+        item_kind = kind.removesuffix("List") if kind != "List" else None
+        for j, item in enumerate(items):
+            if item_kind and isinstance(item, dict) and "kind" not in item:
+                item["kind"] = item_kind
+            yield Document(source, index, _check_object(item, f"{where}: items[{j}]"), j)
+    else:
+        yield Document(source, index, obj)
+
+
+def _files(path: str) -> list[tuple[str, Path | None]]:
+    if path == "-":
+        return [("-", None)]
+    p = Path(path)
+    if p.is_dir():
+        found = sorted(f for f in p.iterdir() if f.is_file() and f.suffix in YAML_SUFFIXES)
+        if not found:
+            raise InputError(f"{path}: no .yaml, .yml or .json file in this directory")
+        return [(str(f), f) for f in found]
+    return [(path, p)]
+
+
+def _read(name: str, path: Path | None) -> bytes:
+    try:
+        return sys.stdin.buffer.read() if path is None else path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{name}: cannot read: {e.strerror or e}") from e
+
+
+def _yaml_documents(name: str, data: bytes) -> Iterator[tuple[int, Any]]:
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}: cannot read: not UTF-8 text ({e.reason})") from e
+    docs = yaml.load_all(text, Loader=_YAML_LOADER)
+    index = 0
+    while True:
+        index += 1
+        try:
+            raw = next(docs)
+        except StopIteration:
+            return
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            at = f" at line {mark.line + 1}" if mark is not None else ""
+            problem = getattr(e, "problem", None) or str(e)
+            raise InputError(f"{name}: document {index}: not valid YAML{at}: {problem}") from e
+        yield index, raw
+
+
+def load_documents(
+    paths: Sequence[str], *, progress: Callable[[str, int], None] | None = None
+) -> list[Document]:
+    """Every object of every file, in order: ``-`` is standard input, a directory means its
+    .yaml/.yml/.json files in name order. A file whose first character opens a JSON object
+    or array is read as JSON (one value: ``kubectl get -o json`` prints a List), anything
+    else as multi-document YAML. ``progress(source, objects so far)`` is called now and
+    then. Raises InputError naming the file, the document and the field."""
+    out: list[Document] = []
+    for path in paths:
+        for name, file in _files(path):
+            data = _read(name, file)
+            head = data.lstrip()[:1]
+            if head in (b"{", b"["):
+                try:
+                    raws: Iterator[tuple[int, Any]] = iter([(1, loads_json(data))])
+                except ValueError:
+                    raws = _yaml_documents(name, data)  # YAML's flow style also starts so
+            else:
+                raws = _yaml_documents(name, data)
+            for index, raw in raws:
+                before = len(out)
+                out.extend(_walk(raw, name, index))
+                if progress is not None and len(out) // 10000 != before // 10000:
+                    progress(name, len(out))
+            if progress is not None:
+                progress(name, len(out))
+    return out

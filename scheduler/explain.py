@@ -29,10 +29,11 @@ import datetime as dt
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from scheduler.clock import RealClock
 from scheduler.config import SchedulerConfig
+from scheduler.decode import ObjectDecoder
 from scheduler.framework.interface import Code, CycleState, Status
 from scheduler.framework.plugins.defaultpreemption import prefixed
 from scheduler.framework.preemption import (
@@ -48,16 +49,12 @@ from scheduler.types import (
     ParseError,
     PDBInfo,
     PodInfo,
-    PriorityClassInfo,
     UnknownPriorityClassError,
-    global_default_class,
-    node_from_dict,
-    pdb_from_dict,
-    pod_from_dict,
-    priority_class_from_dict,
 )
 
 __all__ = ["LIST_KINDS", "ExplainError", "Explanation", "Lister", "explain"]
+
+T = TypeVar("T")
 
 Lister = Callable[[str], list[dict[str, Any]]]
 # What explain LISTs, in load order (classes before the pods that name them).
@@ -272,8 +269,7 @@ def _key_of(obj: Mapping[str, Any]) -> str:
 @dataclass
 class _Cluster:
     core: SchedulerCore
-    classes: dict[str, PriorityClassInfo]
-    default: PriorityClassInfo | None
+    decoder: ObjectDecoder
     notes: list[str]
 
 
@@ -293,46 +289,43 @@ def _load(
         namespace_labels=lambda ns: labels.get(ns, {}),
     )
     skipped: dict[str, int] = {}
-    classes: dict[str, PriorityClassInfo] = {}
+    decoder = ObjectDecoder()
+
+    def decoded(kind: str, decode: Callable[[dict[str, Any]], T], obj: dict[str, Any]) -> T | None:
+        try:
+            return decode(obj)
+        except (ParseError, UnknownPriorityClassError):
+            skipped[kind] = skipped.get(kind, 0) + 1
+            return None
+
     for obj in objects.get("priorityclasses", []):
-        try:
-            pc = priority_class_from_dict(obj)
-        except ParseError:
-            skipped["PriorityClass"] = skipped.get("PriorityClass", 0) + 1
-            continue
-        classes[pc.name] = pc
-        core.on_priority_class_set(pc)
-    default = global_default_class(classes.values())
+        pc = decoded("PriorityClass", decoder.priority_class, obj)
+        if pc is not None:
+            core.on_priority_class_set(pc)
     for obj in objects.get("namespaces", []):
-        meta = obj.get("metadata") or {}
-        raw = meta.get("labels") or {}
-        if isinstance(raw, Mapping):
-            labels[str(meta.get("name") or "")] = {str(k): str(v) for k, v in raw.items()}
+        ns = decoded("Namespace", decoder.namespace, obj)
+        if ns is not None:
+            labels[ns[0]] = ns[1]
     for obj in objects.get("nodes", []):
-        try:
-            core.on_node_add(node_from_dict(obj))
-        except ParseError:
-            skipped["Node"] = skipped.get("Node", 0) + 1
+        node = decoded("Node", decoder.node, obj)
+        if node is not None:
+            core.on_node_add(node)
     for obj in objects.get("poddisruptionbudgets", []):
-        try:
-            core.on_pdb_set(pdb_from_dict(obj))
-        except ParseError:
-            skipped["PodDisruptionBudget"] = skipped.get("PodDisruptionBudget", 0) + 1
+        pdb = decoded("PodDisruptionBudget", decoder.pdb, obj)
+        if pdb is not None:
+            core.on_pdb_set(pdb)
     for obj in objects.get("pods", []):
         if _key_of(obj) == target:
             continue
-        try:
-            pod = pod_from_dict(obj, classes=classes, global_default=default)
-        except (ParseError, UnknownPriorityClassError):
-            skipped["Pod"] = skipped.get("Pod", 0) + 1
-            continue
-        core.on_pod_add(pod)  # bound: the cache; pending and ours: the queue and nominator
+        pod = decoded("Pod", decoder.pod, obj)
+        if pod is not None:
+            core.on_pod_add(pod)  # bound: the cache; pending and ours: the queue and nominator
     notes = [
         f"{n} {kind} object(s) could not be parsed and were left out, as the scheduler does"
         for kind, n in skipped.items()
     ]
     core.cache.update_snapshot(core.snapshot)
-    return _Cluster(core, classes, default, notes)
+    return _Cluster(core, decoder, notes)
 
 
 # ------------------------------------------------------------------------- explain
@@ -349,7 +342,7 @@ def explain(ref: str, lister: Lister, config: SchedulerConfig) -> Explanation:
         raise ExplainError(f"pod {key} not found")
     cluster = _load(objects, config, key)
     try:
-        pod = pod_from_dict(raw, classes=cluster.classes, global_default=cluster.default)
+        pod = cluster.decoder.pod(raw)
     except (ParseError, UnknownPriorityClassError) as e:
         # The live scheduler rejects such a pod when its watch delivers it.
         return Explanation(

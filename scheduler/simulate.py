@@ -36,16 +36,14 @@ import argparse
 import json
 import random
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, TypeVar
-
-import yaml
 
 from scheduler.backend.queue import BACKOFF_Q, UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
 from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.decode import Document, InputError, ObjectDecoder, load_documents
 from scheduler.framework.interface import Status
 from scheduler.framework.preemption import Candidate
 from scheduler.schedule_one import BindOutcome, CycleResult, SchedulerCore
@@ -56,11 +54,6 @@ from scheduler.types import (
     PodInfo,
     PriorityClassInfo,
     UnknownPriorityClassError,
-    global_default_class,
-    node_from_dict,
-    pdb_from_dict,
-    pod_from_dict,
-    priority_class_from_dict,
 )
 
 __all__ = [
@@ -75,142 +68,6 @@ __all__ = [
 
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass")
 T = TypeVar("T")
-
-
-class InputError(ValueError):
-    """Bad input: the message names the file, the document and the field."""
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    source: str
-    index: int  # 1-based, counting every YAML document of the file
-    obj: Mapping[str, Any]
-    item: int | None = None  # index in the document's ``items`` when it is a List
-
-    @property
-    def where(self) -> str:
-        at = f"{self.source}: document {self.index}"
-        return at if self.item is None else f"{at}: items[{self.item}]"
-
-    @property
-    def kind(self) -> str:
-        return str(self.obj.get("kind"))
-
-    @property
-    def name(self) -> str:
-        meta = self.obj.get("metadata")
-        if not isinstance(meta, Mapping):
-            return "<unnamed>"
-        name = str(meta.get("name") or "<unnamed>")
-        if self.kind in ("Node", "PriorityClass"):
-            return name
-        return f"{meta.get('namespace') or 'default'}/{name}"
-
-
-def _check_object(obj: Any, where: str) -> Mapping[str, Any]:
-    """The shape every object needs before its kind's parser looks at it."""
-    if not isinstance(obj, Mapping):
-        raise InputError(f"{where}: expected a mapping, got {type(obj).__name__}")
-    kind = obj.get("kind")
-    if kind is None:
-        raise InputError(f"{where}: kind: missing")
-    if not isinstance(kind, str):
-        raise InputError(f"{where}: kind: expected a string, got {kind!r}")
-    for part in ("metadata", "spec", "status"):
-        value = obj.get(part)
-        if value is not None and not isinstance(value, Mapping):
-            raise InputError(f"{where}: {part}: expected a mapping, got {type(value).__name__}")
-    return obj
-
-
-# Fields whose shape the parsers take for granted: "a[]" is a list of mappings, "a" a
-# mapping (when present). Checked first, so that a wrong type names its field.
-_SHAPES: dict[str, tuple[str, ...]] = {
-    "Pod": (
-        "spec.containers[].resources",
-        "spec.containers[].ports[]",
-        "spec.initContainers[].resources",
-        "spec.initContainers[].ports[]",
-        "spec.tolerations[]",
-        "spec.affinity.nodeAffinity",
-        "spec.affinity.podAffinity",
-        "spec.affinity.podAntiAffinity",
-        "spec.topologySpreadConstraints[]",
-        "metadata.ownerReferences[]",
-        "status.conditions[]",
-        "status.containerStatuses[]",
-        "status.initContainerStatuses[]",
-    ),
-    "Node": ("spec.taints[]", "status.images[]"),
-    "PodDisruptionBudget": ("spec.selector",),
-}
-
-
-def _check_shape(value: Any, path: Sequence[str], where: str, at: str) -> None:
-    if not path or value is None:
-        return
-    head, rest = path[0], path[1:]
-    name = head.removesuffix("[]")
-    child = value.get(name)
-    here = f"{at}.{name}" if at else name
-    if child is None:
-        return
-    if head.endswith("[]"):
-        if not isinstance(child, list):
-            raise InputError(f"{where}: {here}: expected a list, got {type(child).__name__}")
-        for i, item in enumerate(child):
-            if not isinstance(item, Mapping):
-                got = type(item).__name__
-                raise InputError(f"{where}: {here}[{i}]: expected a mapping, got {got}")
-            _check_shape(item, rest, where, f"{here}[{i}]")
-    elif not isinstance(child, Mapping):
-        raise InputError(f"{where}: {here}: expected a mapping, got {type(child).__name__}")
-    else:
-        _check_shape(child, rest, where, here)
-
-
-def _walk(raw: Any, source: str, index: int) -> Iterator[Document]:
-    if raw is None:
-        return  # an empty document (e.g. after a trailing ---)
-    where = f"{source}: document {index}"
-    obj = _check_object(raw, where)
-    kind = str(obj["kind"])
-    if kind == "List" or (kind.endswith("List") and "items" in obj):
-        items = obj.get("items") or []
-        if not isinstance(items, list):
-            raise InputError(f"{where}: items: expected a list, got {type(items).__name__}")
-        for j, item in enumerate(items):
-            yield Document(source, index, _check_object(item, f"{where}: items[{j}]"), j)
-    else:
-        yield Document(source, index, obj)
-
-
-def load_documents(paths: Sequence[str]) -> list[Document]:
-    """Every object of every file (``-``: stdin), in order. Raises InputError."""
-    out: list[Document] = []
-    for path in paths:
-        try:
-            text = sys.stdin.read() if path == "-" else Path(path).read_text()
-        except OSError as e:
-            raise InputError(f"{path}: cannot read: {e.strerror or e}") from e
-        except UnicodeDecodeError as e:
-            raise InputError(f"{path}: cannot read: not UTF-8 text ({e.reason})") from e
-        index = 0
-        docs = yaml.safe_load_all(text)
-        while True:
-            index += 1
-            try:
-                raw = next(docs)
-            except StopIteration:
-                break
-            except yaml.YAMLError as e:
-                mark = getattr(e, "problem_mark", None)
-                at = f" at line {mark.line + 1}" if mark is not None else ""
-                problem = getattr(e, "problem", None) or str(e)
-                raise InputError(f"{path}: document {index}: not valid YAML{at}: {problem}") from e
-            out.extend(_walk(raw, path, index))
-    return out
 
 
 # ------------------------------------------------------------------------- PDB status
@@ -315,6 +172,7 @@ class _Input:
 
 def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
     inp = _Input()
+    decoder = ObjectDecoder()
     # Every object is checked for duplicates; PriorityClasses go first (pods need them).
     for d in documents:
         if d.kind not in KINDS:
@@ -323,18 +181,17 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
         if first != d.where:
             raise InputError(f"{d.where}: {d.kind} {d.name}: duplicate of {first}")
         if d.kind == "PriorityClass":
-            pc = _guarded(d, priority_class_from_dict)
+            pc = _guarded(d, decoder.priority_class)
             inp.classes[pc.name] = pc
-    default = global_default_class(inp.classes.values())
     for d in documents:
         kind = d.kind
         if kind == "Node":
-            node = _guarded(d, node_from_dict)
+            node = _guarded(d, decoder.node)
             inp.nodes[node.name] = node
         elif kind == "Pod":
-            _parse_pod(d, config, inp, default)
+            _parse_pod(d, config, inp, decoder)
         elif kind == "PodDisruptionBudget":
-            pdb = _guarded(d, pdb_from_dict)
+            pdb = _guarded(d, decoder.pdb)
             inp.pdbs[pdb.key] = pdb
         elif kind != "PriorityClass":
             inp.notes.append(f"{d.where}: kind {kind!r} ignored")
@@ -346,15 +203,13 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
     return inp
 
 
-def _parse_pod(
-    d: Document, config: SchedulerConfig, inp: _Input, default: PriorityClassInfo | None
-) -> None:
+def _parse_pod(d: Document, config: SchedulerConfig, inp: _Input, decoder: ObjectDecoder) -> None:
     spec = d.obj.get("spec") or {}
     ours = (spec.get("schedulerName") or "default-scheduler") == config.scheduler_name
     if not spec.get("nodeName") and not ours:
         return  # another scheduler's pending pod: not ours to place, and takes no room
     try:
-        pod = _guarded(d, lambda o: pod_from_dict(o, classes=inp.classes, global_default=default))
+        pod = _guarded(d, decoder.pod)
     except UnknownPriorityClassError as e:
         # As the live scheduler: a pending pod of ours is rejected (an "error" decision);
         # any other pod is left out of the cache.
@@ -374,19 +229,11 @@ def _parse_pod(
 
 
 def _guarded(d: Document, parse: Callable[[Mapping[str, Any]], T]) -> T:
-    """Run a parser on a document; its errors become InputErrors that say where."""
-    for path in _SHAPES.get(d.kind, ()):
-        _check_shape(d.obj, path.split("."), f"{d.where}: {d.kind} {d.name}", "")
+    """Run a decoder on a document; its errors become InputErrors that say where."""
     try:
-        out = parse(d.obj)
+        return parse(d.obj)
     except ParseError as e:
         raise InputError(f"{d.where}: {e}") from e
-    except (AttributeError, TypeError, ValueError, KeyError) as e:
-        # A wrong type deep inside an object that the parser does not check field by field.
-        raise InputError(
-            f"{d.where}: {d.kind} {d.name}: malformed object ({type(e).__name__}: {e})"
-        ) from e
-    return out
 
 
 def _start_time(inp: _Input) -> float:

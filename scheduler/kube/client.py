@@ -36,6 +36,7 @@ import aiohttp
 from kubernetes.aio import client as aio_client
 from kubernetes.aio import config as aio_config
 
+from scheduler.decode import loads_json
 from scheduler.kube.errors import ApiError, Unreachable, error_for_status
 
 __all__ = ["KubeClient", "TokenBucket", "load_configuration", "loads_json"]
@@ -43,18 +44,11 @@ __all__ = ["KubeClient", "TokenBucket", "load_configuration", "loads_json"]
 try:
     import orjson
 
-    def loads_json(data: bytes | str) -> Any:
-        """JSON text to Python objects (orjson: several times faster than json)."""
-        return orjson.loads(data)
-
     def dumps_json(obj: Any) -> bytes:
         return orjson.dumps(obj)
 
 except ImportError:  # pragma: no cover - orjson is a dependency; this keeps a broken env usable
     import json
-
-    def loads_json(data: bytes | str) -> Any:
-        return json.loads(data)
 
     def dumps_json(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()

@@ -48,9 +48,11 @@ LABEL org.opencontainers.image.title="py-scheduler" \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.base.name="${BASE_IMAGE}"
 COPY --from=builder /opt/py-scheduler /opt/py-scheduler
+# UID 10001 has no passwd entry: getpass.getuser() (kopf's peering identity) reads $USER.
 ENV PATH=/opt/py-scheduler/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1
+    PYTHONDONTWRITEBYTECODE=1 \
+    USER=py-scheduler
 # Numeric, so that Kubernetes' runAsNonRoot can verify it (no passwd entry is needed).
 USER 10001:10001
 # /healthz, /readyz and /metrics (httpPort in the configuration).

@@ -6,7 +6,7 @@ which plays the kubelet for fake nodes (it makes pods Running and finishes grace
 No containers, no root, nothing bound outside 127.0.0.1. See docs/control-plane.md.
 
 CLI:
-    python hack/localcluster.py up [--nodes N] [--state-dir D]
+    python hack/localcluster.py up [--nodes N] [--state-dir D] [--real-node [--image TAR ...]]
     python hack/localcluster.py down | status | kubeconfig [--state-dir D]
     python hack/localcluster.py nodes add --count N [--prefix P] [--cpu C] [--memory M] [--pods P]
                                           [--label k=v ...] [--taint k=v:Effect ...]
@@ -97,7 +97,14 @@ READY_TIMEOUT = {
     "kube-apiserver": 180.0,
     "kube-controller-manager": 90.0,
     "kwok": 90.0,
+    # The opt-in real node (hack/realnode.py).
+    "kube-scheduler": 90.0,
+    "containerd": 60.0,
+    "kubelet": 240.0,
 }
+# What `up --real-node` adds to COMPONENTS: the default scheduler (it places the pods of the
+# scheduler's own Deployment, as in any cluster), and the node's runtime and kubelet.
+REAL_NODE_COMPONENTS = ("kube-scheduler", "containerd", "kubelet")
 STOP_GRACE = 10.0
 
 
@@ -337,8 +344,37 @@ def _b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
 
-def write_kubeconfig(path: Path, server: str, pki_dir: Path) -> None:
-    """Admin kubeconfig with the CA and client cert embedded (so it can be copied elsewhere)."""
+def issue_client_cert(pki_dir: Path, name: str, subject: str) -> tuple[Path, Path]:
+    """A client certificate signed by the cluster's CA (e.g. a kubelet's system:node:NAME)."""
+    ext = pki_dir / f"{name}.ext"
+    ext.write_text(
+        "basicConstraints=critical,CA:FALSE\n"
+        "keyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
+    )
+    _openssl(
+        ["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key",
+         "-out", f"{name}.csr", "-subj", subject],
+        pki_dir,
+    )  # fmt: skip
+    _openssl(
+        ["x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+         "-set_serial", str(int.from_bytes(os.urandom(8), "big")), "-days", "3650", "-sha256",
+         "-extfile", f"{name}.ext", "-out", f"{name}.crt"],
+        pki_dir,
+    )  # fmt: skip
+    os.chmod(pki_dir / f"{name}.key", 0o600)
+    return pki_dir / f"{name}.crt", pki_dir / f"{name}.key"
+
+
+def write_kubeconfig(
+    path: Path,
+    server: str,
+    pki_dir: Path,
+    cert: Path | None = None,
+    key: Path | None = None,
+) -> None:
+    """Admin kubeconfig with the CA and client cert embedded (so it can be copied elsewhere);
+    ``cert``/``key`` give another identity (the real node's kubelet)."""
     name = "py-scheduler-local"
     config = {
         "apiVersion": "v1",
@@ -356,8 +392,8 @@ def write_kubeconfig(path: Path, server: str, pki_dir: Path) -> None:
             {
                 "name": "admin",
                 "user": {
-                    "client-certificate-data": _b64(pki_dir / "admin.crt"),
-                    "client-key-data": _b64(pki_dir / "admin.key"),
+                    "client-certificate-data": _b64(cert or pki_dir / "admin.crt"),
+                    "client-key-data": _b64(key or pki_dir / "admin.key"),
                 },
             }
         ],
@@ -1052,12 +1088,21 @@ class LocalCluster:
         except (ClusterError, OSError, ssl.SSLError):
             return False
 
+    @staticmethod
+    def expected_components(state: Mapping[str, Any]) -> set[str]:
+        extra = REAL_NODE_COMPONENTS if state.get("real_node") else ()
+        return {*COMPONENTS, *extra}
+
     def healthy(self, state: Mapping[str, Any] | None = None) -> bool:
         state = state if state is not None else self.read_state()
         if not state:
             return False
         alive = self._alive(state)
-        return set(alive) == set(COMPONENTS) and all(alive.values()) and self.apiserver_ready(state)
+        return (
+            set(alive) == self.expected_components(state)
+            and all(alive.values())
+            and self.apiserver_ready(state)
+        )
 
     def info(self, state: Mapping[str, Any] | None = None) -> ClusterInfo:
         state = state if state is not None else (self.read_state() or {})
@@ -1070,18 +1115,28 @@ class LocalCluster:
         )
 
     # up
-    def up(self, nodes: int = 0, *, node_prefix: str = DEFAULT_NODE_PREFIX) -> ClusterInfo:
+    def up(
+        self,
+        nodes: int = 0,
+        *,
+        node_prefix: str = DEFAULT_NODE_PREFIX,
+        real_node: bool = False,
+        images: Sequence[Path] = (),
+    ) -> ClusterInfo:
+        """Start (or reuse) the control plane with ``nodes`` kwok nodes; ``real_node`` adds the
+        kubelet + containerd node of hack/realnode.py, with the image archives ``images``
+        imported into its containerd."""
         with self._lock():
             state = self.read_state()
             if state is not None:
-                if self.healthy(state):
+                if self.healthy(state) and bool(state.get("real_node")) >= real_node:
                     log(f"already running: {state.get('server')} (state {self.state_dir})")
                     self._top_up_nodes(nodes, node_prefix)
                     return self.info(state)
                 log(f"stale cluster state in {self.state_dir}: stopping leftovers, starting afresh")
                 self._stop(state)
             self._wipe()
-            return self._start(nodes, node_prefix)
+            return self._start(nodes, node_prefix, real_node, images)
 
     def _top_up_nodes(self, nodes: int, prefix: str) -> None:
         if nodes <= 0:
@@ -1090,7 +1145,9 @@ class LocalCluster:
         if have < nodes:
             create_nodes(self.kubeconfig, nodes - have, prefix=prefix)
 
-    def _start(self, nodes: int, node_prefix: str) -> ClusterInfo:
+    def _start(
+        self, nodes: int, node_prefix: str, real_node: bool, images: Sequence[Path]
+    ) -> ClusterInfo:
         started = time.monotonic()
         if self.bin_dir is not None:
             bin_dir = check_bin_dir(self.bin_dir, origin="bin_dir")
@@ -1129,6 +1186,8 @@ class LocalCluster:
             self._wait_default_service_account()
             if nodes > 0:
                 create_nodes(self.kubeconfig, nodes, prefix=node_prefix)
+            if real_node:
+                self._start_real_node(bin_dir, server, ports, state, images)
         except BaseException:
             log(f"start-up failed: stopping what was started (logs kept in {self.log_dir})")
             self._stop(state)
@@ -1136,6 +1195,70 @@ class LocalCluster:
             raise
         log(f"control plane ready in {time.monotonic() - started:.1f}s: {server}")
         return self.info(state)
+
+    def _start_real_node(
+        self,
+        bin_dir: Path,
+        server: str,
+        ports: Mapping[str, int],
+        state: dict[str, Any],
+        images: Sequence[Path],
+    ) -> None:
+        realnode = load_realnode()
+        client = KubeClient.from_kubeconfig(self.kubeconfig)
+
+        def launch(name: str, argv: list[str], ready: Callable[[], bool]) -> None:
+            self._launch(Component(name, argv, {}, ready), state)
+
+        def node_ready(name: str) -> bool:
+            node = client.request("GET", f"/api/v1/nodes/{name}", timeout=5)
+            return node_is_ready(node)
+
+        # Recorded before the start, so that a half-started node is cleaned up by _stop.
+        state["real_node"] = {"state_dir": str(self.state_dir)}
+        self._write_state(state)
+        kubeconfig = str(self.kubeconfig)
+        sched_port = pick_free_port(set(ports.values()))
+        launch(
+            "kube-scheduler",
+            [
+                str(bin_dir / "kube-scheduler"),
+                f"--kubeconfig={kubeconfig}",
+                f"--authentication-kubeconfig={kubeconfig}",
+                f"--authorization-kubeconfig={kubeconfig}",
+                f"--bind-address={LOOPBACK}",
+                f"--secure-port={sched_port}",
+                f"--cert-dir={self.state_dir / 'kube-scheduler'}",
+                "--leader-elect=false",
+                f"--v={self.env.get('PY_SCHEDULER_CLUSTER_VERBOSITY', '1')}",
+            ],
+            lambda: _http_ok(f"https://{LOOPBACK}:{sched_port}/healthz", expect="ok"),
+        )
+        try:
+            facts = realnode.start(
+                state_dir=self.state_dir,
+                bin_dir=bin_dir,
+                pki_dir=self.pki_dir,
+                server=server,
+                apiserver_port=ports["kube-apiserver"],
+                images=list(images),
+                cache_root=cache_root(self.env),
+                hack_dir=HACK_DIR,
+                launch=launch,
+                make_node_cert=lambda name: issue_client_cert(
+                    self.pki_dir, "kubelet", f"/O=system:nodes/CN=system:node:{name}"
+                ),
+                write_kubeconfig=lambda path, srv, cert, key: write_kubeconfig(
+                    path, srv, self.pki_dir, cert, key
+                ),
+                pick_port=lambda: pick_free_port(set(ports.values())),
+                node_ready=node_ready,
+                facts=state["real_node"],
+            )
+        except realnode.NodeError as err:
+            raise ClusterError(f"real node: {err}") from err
+        state["real_node"] = facts
+        self._write_state(state)
 
     def _components(self, bin_dir: Path, ports: Mapping[str, int]) -> list[Component]:
         pki = self.pki_dir
@@ -1187,6 +1310,11 @@ class LocalCluster:
                     "--allow-privileged=true",
                     # 127.0.0.1 is not a valid Endpoints address: do not publish one.
                     "--endpoint-reconciler-type=none",
+                    # `kubectl logs` on the real node: the apiserver's client cert towards
+                    # kubelets, and their InternalIP (the Hostname address does not resolve).
+                    f"--kubelet-client-certificate={pki / 'admin.crt'}",
+                    f"--kubelet-client-key={pki / 'admin.key'}",
+                    "--kubelet-preferred-address-types=InternalIP",
                     f"--v={verbosity}",
                 ],
                 {"secure": ports["kube-apiserver"]},
@@ -1349,6 +1477,12 @@ class LocalCluster:
         # One at a time in reverse start order: the apiserver shuts down in about a second while
         # etcd is up, but hangs in its graceful termination if etcd went first.
         components = state.get("components") or {}
+        if state.get("real_node"):
+            # Its own order (kubelet, containers, containerd, mounts, network, cgroups).
+            try:
+                load_realnode().stop(state["real_node"], components)
+            except Exception as err:  # keep going: the control plane must still be stopped
+                log(f"real node teardown: {err}")
         for name in reversed(list(components)):
             entry = components[name]
             pid, binary, start = int(entry["pid"]), entry["binary"], entry.get("starttime")
@@ -1400,7 +1534,9 @@ class LocalCluster:
             for name, entry in (state.get("components") or {}).items()
         }
         return {
-            "running": ready and all(alive.values()) and set(alive) == set(COMPONENTS),
+            "running": ready
+            and all(alive.values())
+            and set(alive) == self.expected_components(state),
             "state_dir": str(self.state_dir),
             "server": state.get("server"),
             "apiserver_ready": ready,
@@ -1409,6 +1545,20 @@ class LocalCluster:
             "bin_dir": state.get("bin_dir"),
             "components": components,
         }
+
+
+def load_realnode() -> Any:
+    """hack/realnode.py (hack/ is not a package), loaded once."""
+    if "realnode" in sys.modules:
+        return sys.modules["realnode"]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("realnode", HACK_DIR / "realnode.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["realnode"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def _http_ok(url: str, expect: str) -> bool:
@@ -1446,7 +1596,11 @@ def _print_status(status: Mapping[str, Any]) -> None:
 
 def _cmd_up(args: argparse.Namespace) -> int:
     cluster = LocalCluster(args.state_dir)
-    info = cluster.up(nodes=args.nodes)
+    images = [Path(p) for p in args.image]
+    if args.real_node and not images:
+        default = cache_root() / "images" / "py-scheduler-dev.tar"
+        images = [default] if default.exists() else []
+    info = cluster.up(nodes=args.nodes, real_node=args.real_node, images=images)
     print(f"kubeconfig: {info.kubeconfig}")
     print(f"logs:       {info.log_dir}")
     return 0
@@ -1513,6 +1667,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sub.add_parser("up", parents=[common], help="start (or reuse) the control plane")
     up.add_argument("--nodes", type=int, default=0, help="kwok nodes to have (default 0)")
+    up.add_argument(
+        "--real-node",
+        action="store_true",
+        help="also a real node: kubelet + containerd + runc on this host (root; see "
+        "docs/control-plane.md)",
+    )
+    up.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="TAR",
+        help="image archive (docker save) to import into the real node's containerd "
+        "(default: the one `make image` saved, if any)",
+    )
     up.set_defaults(func=_cmd_up)
     sub.add_parser("down", parents=[common], help="stop it and delete its state").set_defaults(
         func=_cmd_down

@@ -579,6 +579,13 @@ def stop(facts: Mapping[str, Any], components: Mapping[str, Mapping[str, Any]]) 
                 ):
                     with contextlib.suppress(OSError):
                         os.rmdir(dirpath)
+    # The kubelet's /var/log/containers symlinks into our pod logs.
+    links = Path("/var/log/containers")
+    if links.is_dir():
+        for link in links.iterdir():
+            with contextlib.suppress(OSError):
+                if link.is_symlink() and os.readlink(link).startswith(f"{layout.node_dir}/"):
+                    link.unlink()
     shutil.rmtree(layout.run_dir, ignore_errors=True)
 
 

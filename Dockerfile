@@ -34,7 +34,7 @@ COPY . ./
 RUN "$VIRTUAL_ENV/bin/pip" install --no-deps . \
  && "$VIRTUAL_ENV/bin/pip" check \
  && "$VIRTUAL_ENV/bin/python" -m pip uninstall --yes pip setuptools \
- && "$VIRTUAL_ENV/bin/python" -c "import scheduler.operator, scheduler.kube.actions" \
+ && "$VIRTUAL_ENV/bin/python" -c "import scheduler.operator, scheduler.kube.live" \
  && "$VIRTUAL_ENV/bin/py-scheduler" version
 
 FROM ${BASE_IMAGE}

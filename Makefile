@@ -69,8 +69,9 @@ deploy-check: install ## manifests/Dockerfile checks + the image's pip install r
 
 test: lint typecheck imports unit deploy-check e2e ## THE test command: lint, types, layers, unit, deploy, e2e
 
-cluster-up: install binaries ## start the local control plane with $(RUN_NODES) kwok nodes
-	$(CLUSTER) up --nodes $(RUN_NODES)
+cluster-up: install binaries ## start the local control plane with $(RUN_NODES) kwok nodes (REAL_NODE=1: + a kubelet node)
+	$(if $(REAL_NODE),hack/node-deps.sh && hack/build-k8s.sh kubelet >/dev/null &&) \
+	  $(CLUSTER) up --nodes $(RUN_NODES) $(if $(REAL_NODE),--real-node)
 
 cluster-down: install ## stop the local control plane and remove its state
 	$(CLUSTER) down

@@ -56,7 +56,24 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         dest="files",
-        help="YAML of Nodes, Pods, PDBs, PriorityClasses (repeatable)",
+        help="kubectl get -o json|yaml of Nodes, Pods, PDBs, PriorityClasses: a file, a "
+        "directory (its .yaml/.yml/.json files) or - for stdin (repeatable)",
+    )
+    sim.add_argument(
+        "--drain",
+        action="append",
+        metavar="NODE",
+        help="what if NODE were drained: cordoned, its pods evicted as the Eviction API "
+        "would (PDBs respected); shows where they land (repeatable)",
+    )
+    sim.add_argument(
+        "--cordon", action="append", metavar="NODE", help="what if NODE were cordoned (repeatable)"
+    )
+    sim.add_argument(
+        "--add",
+        action="append",
+        metavar="FILE",
+        help="what if these pods were created (e.g. a new Deployment's pods) (repeatable)",
     )
     sim.add_argument("--config", help="KubeSchedulerConfiguration file")
     sim.add_argument("--seed", type=int, default=0, help="random seed (ties, offsets)")

@@ -134,21 +134,23 @@ def _check_shape(value: Any, path: Sequence[str], who: str, at: str) -> None:
 
 
 def _guard(kind: str, raw: Raw, parse: Callable[[Raw], Any]) -> Any:
-    """Shape checks, then the parser; anything unexpected becomes a ParseError naming the
-    object (a wrong type deep inside an object that the parser does not check field by
-    field)."""
-    who = f"{kind} {_name_of(kind, raw)}"
+    """The parser, and when it trips over a wrong type (a list where a map is due, ...),
+    the shape checks that name the field; anything else unexpected becomes a ParseError
+    naming the object. Checking shapes only on failure keeps well-formed objects (nearly
+    all of them) on the fast path."""
     for part in ("metadata", "spec", "status"):
         value = raw.get(part)
         if value is not None and not isinstance(value, Mapping):
+            who = f"{kind} {_name_of(kind, raw)}"
             raise ParseError(who, part, f"expected a map, got {type(value).__name__}")
-    for path in _SHAPES.get(kind, ()):
-        _check_shape(raw, path, who, "")
     try:
         return parse(raw)
     except ParseError:
         raise
     except (AttributeError, TypeError, ValueError, KeyError) as e:
+        who = f"{kind} {_name_of(kind, raw)}"
+        for path in _SHAPES.get(kind, ()):
+            _check_shape(raw, path, who, "")
         raise ParseError(who, "", f"malformed object ({type(e).__name__}: {e})") from e
 
 

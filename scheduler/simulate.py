@@ -398,6 +398,163 @@ def simulate(
     return SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
 
 
+# ------------------------------------------------------------------------- what-if
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """Changes to try against the plain run: nodes to cordon, nodes to drain (cordon, then
+    evict their pods as the Eviction API would), and pods to add."""
+
+    cordon: tuple[str, ...] = ()
+    drain: tuple[str, ...] = ()
+    add: tuple[Document, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.cordon or self.drain or self.add)
+
+
+def _evict(inp: _Input, config: SchedulerConfig, node: str) -> list[dict[str, Any]]:
+    """Drain one (already cordoned) node: each pod on it is evicted unless a PDB blocks it,
+    as the Eviction API decides (every PDB selecting the pod must allow a disruption; a pod
+    with more than one PDB cannot be evicted). DaemonSet pods are left, as
+    ``kubectl drain --ignore-daemonsets``. An evicted pod owned by a controller comes back
+    as a pending replacement, placed by this profile; other evicted pods are gone."""
+    report: list[dict[str, Any]] = []
+    bound = list(inp.bound.values())
+    allowed = {
+        key: (pdb if pdb.has_status else derive_pdb_status(pdb, bound)).disruptions_allowed
+        for key, pdb in inp.pdbs.items()
+    }
+    for pod in [p for p in bound if p.node_name == node]:
+        owner_kind = pod.owner_kind_uid[0] if pod.owner_kind_uid else ""
+        row: dict[str, Any] = {"node": node, "pod": pod.key}
+        if owner_kind == "DaemonSet":
+            report.append({**row, "outcome": "skipped", "reason": "DaemonSet pod"})
+            continue
+        pdbs = [k for k, pdb in inp.pdbs.items() if _controller_selects(pdb, pod)]
+        if len(pdbs) > 1:
+            report.append({**row, "outcome": "blocked", "pdb": pdbs, "reason": "more than one PDB"})
+            continue
+        if pdbs and allowed[pdbs[0]] <= 0:
+            report.append(
+                {**row, "outcome": "blocked", "pdb": pdbs, "reason": "PDB allows no disruption"}
+            )
+            continue
+        for k in pdbs:
+            allowed[k] -= 1
+            if inp.pdbs[k].has_status:  # as the disruption controller would report it
+                inp.pdbs[k] = replace(inp.pdbs[k], disruptions_allowed=allowed[k])
+        del inp.bound[pod.key]
+        row.update(outcome="evicted", pdb=pdbs)
+        if pod.owner_kind_uid is not None:
+            replacement = replace(
+                pod,
+                name=f"{pod.name}-replacement",
+                key=f"{pod.namespace}/{pod.name}-replacement",
+                uid=f"{pod.uid}-replacement",
+                node_name="",
+                nominated_node_name="",
+                phase="Pending",
+                scheduler_name=config.scheduler_name,
+            )
+            inp.pending[replacement.key] = replacement
+            inp.placements[replacement.key] = None
+            row["replacement"] = replacement.key
+        report.append(row)
+    return report
+
+
+def _apply_what_if(inp: _Input, config: SchedulerConfig, what_if: WhatIf) -> list[dict[str, Any]]:
+    for flag, names in (("--cordon", what_if.cordon), ("--drain", what_if.drain)):
+        for name in names:
+            if name not in inp.nodes:
+                raise InputError(f"{flag} {name}: no node of that name in the input")
+            inp.nodes[name] = replace(inp.nodes[name], unschedulable=True)
+    report: list[dict[str, Any]] = []
+    for name in what_if.drain:
+        report.extend(_evict(inp, config, name))
+    return report
+
+
+@dataclass
+class WhatIfResult:
+    baseline: SimulationResult
+    changed: SimulationResult
+    drain: list[dict[str, Any]]
+
+    def diff(self) -> dict[str, Any]:
+        before, after = self.baseline.placements, self.changed.placements
+        moved = [
+            {"pod": pod, "before": before.get(pod), "after": after.get(pod)}
+            for pod in dict.fromkeys([*before, *after])
+            if before.get(pod) != after.get(pod)
+        ]
+        was, now = set(self.baseline.evicted), set(self.changed.evicted)
+        return {
+            "placements": moved,
+            "preempted": {
+                "added": [p for p in self.changed.evicted if p not in was],
+                "removed": [p for p in self.baseline.evicted if p not in now],
+            },
+            "drained": [r["pod"] for r in self.drain if r["outcome"] == "evicted"],
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline.to_json(),
+            "whatIf": self.changed.to_json(),
+            "drain": self.drain,
+            "diff": self.diff(),
+        }
+
+
+def simulate_what_if(
+    documents: Sequence[Document], config: SchedulerConfig, what_if: WhatIf, *, seed: int = 0
+) -> WhatIfResult:
+    """The plain run and the run with ``what_if`` applied, from the same input."""
+    baseline = simulate(documents, config, seed=seed)
+    inp = _parse([*documents, *what_if.add], config)
+    drain = _apply_what_if(inp, config, what_if)
+    sim = _Simulation(inp, config, seed)
+    sim.load()
+    sim.run()
+    changed = SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
+    return WhatIfResult(baseline, changed, drain)
+
+
+def what_if_text(result: WhatIfResult) -> str:
+    d = result.diff()
+    lines = ["WHAT-IF: DRAIN"]
+    if result.drain:
+        rows = [("NODE", "POD", "OUTCOME", "DETAIL")]
+        for r in result.drain:
+            detail = r.get("reason", "")
+            if r.get("pdb"):
+                detail = (detail + " " if detail else "") + "pdb: " + ", ".join(r["pdb"])
+            if r.get("replacement"):
+                detail = (detail + "; " if detail else "") + "replacement " + r["replacement"]
+            rows.append((r["node"], r["pod"], r["outcome"], detail))
+        lines += _table(rows)
+    else:
+        lines.append("(no node drained)")
+    lines += ["", "WHAT-IF: PLACEMENTS THAT CHANGE"]
+    if d["placements"]:
+        lines += _table(
+            [("POD", "BEFORE", "AFTER")]
+            + [(m["pod"], m["before"] or "-", m["after"] or "-") for m in d["placements"]]
+        )
+    else:
+        lines.append("(none)")
+    lines += ["", "WHAT-IF: PREEMPTIONS"]
+    lines += [f"+ {p}" for p in d["preempted"]["added"]]
+    lines += [f"- {p}" for p in d["preempted"]["removed"]]
+    if not d["preempted"]["added"] and not d["preempted"]["removed"]:
+        lines.append("(no change)")
+    lines += ["", "(the run with the changes)", to_text(result.changed)]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------- CLI
 
 
@@ -439,17 +596,52 @@ def main(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"py-scheduler simulate: invalid configuration: {e}", file=sys.stderr)
         return 2
+    progress = _Progress()
     try:
-        docs = load_documents(args.files)
-        result = simulate(docs, config, seed=args.seed)
+        docs = load_documents(args.files, progress=progress)
+        added = tuple(load_documents(args.add, progress=progress)) if args.add else ()
+        progress.done()
+        what_if = WhatIf(tuple(args.cordon or ()), tuple(args.drain or ()), added)
+        if what_if:
+            wi = simulate_what_if(docs, config, what_if, seed=args.seed)
+            notes, payload, text = wi.changed.notes, wi.to_json(), what_if_text
+        else:
+            result = simulate(docs, config, seed=args.seed)
+            notes, payload, text = result.notes, result.to_json(), to_text  # type: ignore[assignment]
     except InputError as e:
+        progress.done()
         print(f"py-scheduler simulate: {e}", file=sys.stderr)
         return 2
-    for note in result.notes:
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
     output = args.output or ("text" if sys.stdout.isatty() else "json")
     if output == "json":
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps(payload, indent=2))
     else:
-        print(to_text(result))
+        print(text(wi if what_if else result))  # type: ignore[arg-type]
     return 0
+
+
+class _Progress:
+    """Object counts on stderr for inputs that take more than a couple of seconds to read
+    (never on stdout, which carries the result)."""
+
+    def __init__(self, after: float = 2.0) -> None:
+        import time
+
+        self._time = time.monotonic
+        self._start = self._time()
+        self._after = after
+        self._shown = False
+
+    def __call__(self, source: str, objects: int) -> None:
+        if self._time() - self._start < self._after:
+            return
+        self._shown = True
+        end = "\r" if sys.stderr.isatty() else "\n"
+        print(f"reading {source}: {objects} objects", end=end, file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        if self._shown and sys.stderr.isatty():
+            print(file=sys.stderr)
+        self._shown = False

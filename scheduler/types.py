@@ -1026,6 +1026,7 @@ class NodeInfo:
 
     __slots__ = (
         "generation",
+        "match_counts",
         "node",
         "non_zero_cpu",
         "non_zero_mem",
@@ -1046,6 +1047,9 @@ class NodeInfo:
         self.pods_with_affinity = 0
         self.pods_with_required_anti_affinity = 0
         self.generation = 0
+        # How many of the pods a selector (with namespace and owner) matches, remembered by
+        # PodTopologySpread for this version of the node; any pod change clears it.
+        self.match_counts: dict[Any, int] | None = None
 
     @property
     def name(self) -> str:
@@ -1074,6 +1078,7 @@ class NodeInfo:
         if pod.required_anti_affinity:
             self.pods_with_required_anti_affinity += 1
         self.generation = generation
+        self.match_counts = None
 
     def remove_pod(self, key: str, generation: int = 0) -> PodInfo | None:
         pod = self.pods.pop(key, None)
@@ -1094,6 +1099,7 @@ class NodeInfo:
         if pod.required_anti_affinity:
             self.pods_with_required_anti_affinity -= 1
         self.generation = generation
+        self.match_counts = None
         return pod
 
     def clone(self) -> NodeInfo:

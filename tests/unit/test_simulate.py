@@ -767,3 +767,82 @@ def test_golden_nginx(sim: Any) -> None:
     assert r.code == 0 and r.err == ""
     expected = json.loads((GOLDEN / "nginx" / "expected.json").read_text())
     assert r.json == expected
+
+
+# ------------------------------------------------------------------------- what-if
+
+
+def _owned(o: dict[str, Any]) -> dict[str, Any]:
+    o["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "web",
+            "uid": "rs-1",
+            "controller": True,
+        }
+    ]
+    return o
+
+
+def _pdb(name: str, app: str, allowed: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": app}}},
+        "status": {"disruptionsAllowed": allowed},
+    }
+
+
+def test_drain_evicts_as_the_eviction_api_and_shows_where_replacements_land(sim: Any) -> None:
+    r = sim(
+        node("n1"),
+        node("n2"),
+        _owned(bound("web-0", "n1", labels={"app": "web"})),
+        _owned(bound("web-1", "n1", labels={"app": "web"})),
+        bound("solo", "n1", labels={"app": "solo"}),
+        _pdb("web", "web", 1),
+        args=("--drain", "n1"),
+    )
+    assert r.code == 0, r.err
+    drain = {d["pod"]: d for d in r.json["drain"]}
+    # The PDB allows one disruption: the first web pod goes, the second is blocked.
+    assert drain["default/web-0"]["outcome"] == "evicted"
+    assert drain["default/web-0"]["replacement"] == "default/web-0-replacement"
+    assert drain["default/web-1"] == {
+        "node": "n1",
+        "pod": "default/web-1",
+        "outcome": "blocked",
+        "pdb": ["default/web"],
+        "reason": "PDB allows no disruption",
+    }
+    assert (
+        drain["default/solo"]["outcome"] == "evicted" and "replacement" not in drain["default/solo"]
+    )
+    # The replacement lands on n2 (n1 is cordoned); nothing moves in the plain run.
+    assert r.json["whatIf"]["placements"]["default/web-0-replacement"] == "n2"
+    assert r.json["diff"]["placements"] == [
+        {"pod": "default/web-0-replacement", "before": None, "after": "n2"}
+    ]
+    assert r.json["diff"]["drained"] == ["default/web-0", "default/solo"]
+
+
+def test_cordon_and_add_show_what_the_new_pods_would_preempt(sim: Any, tmp_path: Path) -> None:
+    new = write(tmp_path, "new.yaml", pending("new", cpu="2", priority=100).obj())
+    r = sim(
+        node("n1"),
+        node("n2"),
+        bound("low", "n2", cpu="2", priority=0),
+        args=("--cordon", "n1", "--add", new, "-o", "json"),
+    )
+    assert r.code == 0, r.err
+    assert r.json["whatIf"]["placements"]["default/new"] == "n2"  # after its victim went
+    assert r.json["diff"]["preempted"] == {"added": ["default/low"], "removed": []}
+    assert r.json["baseline"]["evicted"] == []
+
+
+def test_what_if_on_an_unknown_node_is_an_input_error(sim: Any) -> None:
+    r = sim(node("n1"), args=("--drain", "nope"))
+    assert r.code == 2 and r.out == ""
+    assert "--drain nope: no node of that name in the input" in r.err

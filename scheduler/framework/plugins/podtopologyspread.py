@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
@@ -142,6 +142,8 @@ class _Constraint:
     honor_node_affinity: bool
     honor_node_taints: bool
     owner: tuple[str, str] | None = None
+    # namespace -> the key of this selector in the nodes' match-count caches (``_count_on``)
+    cache_ids: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
 
     def selects(self, pod: PodInfo) -> bool:
         """Does the selector match the pod's labels (and owner)? Namespace not checked."""
@@ -193,6 +195,36 @@ def _count_pods(pods: Iterable[PodInfo], c: _Constraint, namespace: str) -> int:
             continue
         if selector.matches(p.labels):
             n += 1
+    return n
+
+
+_MATCH_CACHE_LIMIT = 256
+# (namespace, selector, owner) -> a small int: the node caches are keyed by it, so that a
+# lookup hashes and compares an int instead of a selector. Grows with the distinct
+# selectors seen (about one per workload); never reused, so a cache never misreads a key.
+_SELECTOR_IDS: dict[tuple[str, LabelSelector, tuple[str, str] | None], int] = {}
+
+
+def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
+    """``_count_pods`` over a node's pods, remembered on that version of the NodeInfo (its
+    pods change only through add_pod/remove_pod, which forget the counts). Unchanged nodes
+    keep their counts from cycle to cycle, so a Deployment's pods are counted once per node
+    change instead of once per cycle. O(1) when remembered."""
+    if c.selector is None or not c.counts_pods:
+        return 0
+    key = c.cache_ids.get(namespace)
+    if key is None:
+        key = c.cache_ids[namespace] = _SELECTOR_IDS.setdefault(
+            (namespace, c.selector, c.owner), len(_SELECTOR_IDS)
+        )
+    cache = ni.match_counts
+    if cache is None:
+        cache = ni.match_counts = {}
+    n = cache.get(key)
+    if n is None:
+        if len(cache) >= _MATCH_CACHE_LIMIT:
+            cache.clear()
+        n = cache[key] = _count_pods(ni.pods.values(), c, namespace)
     return n
 
 
@@ -401,9 +433,7 @@ class PodTopologySpread:
                 if not c.includes_node(pod, node, affinity_ok):
                     continue
                 domain = labels[c.topology_key]
-                counts[i][domain] = counts[i].get(domain, 0) + _count_pods(
-                    ni.pods.values(), c, namespace
-                )
+                counts[i][domain] = counts[i].get(domain, 0) + _count_on(ni, c, namespace)
         state.write(
             _PRE_FILTER_KEY,
             _PreFilterState(
@@ -517,7 +547,7 @@ class PodTopologySpread:
                 domain = labels.get(c.topology_key, "")
                 if domain not in counts[i] or not c.includes_node(pod, node, affinity_ok):
                     continue
-                counts[i][domain] += _count_pods(ni.pods.values(), c, namespace)
+                counts[i][domain] += _count_on(ni, c, namespace)
 
         state.write(_PRE_SCORE_KEY, _PreScoreState(constraints, counts, ignored, weights))
         return SUCCESS
@@ -536,7 +566,7 @@ class PodTopologySpread:
             if value is None:
                 continue
             if c.topology_key == LABEL_HOSTNAME:
-                n = _count_pods(node_info.pods.values(), c, pod.namespace)
+                n = _count_on(node_info, c, pod.namespace)
             else:
                 n = s.counts[i].get(value, 0)
             total += n * s.weights[i] + (c.max_skew - 1)

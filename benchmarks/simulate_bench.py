@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""simulate at production scale: objects/s for JSON Lists and multi-document YAML, and the
+time and peak memory of a large cluster dump, end to end (``py-scheduler simulate`` as a
+process: reading, decoding, loading the cache, scheduling, printing).
+
+A script that measures and reports, never a test. It writes synthetic dumps in the shape of
+``kubectl get nodes,pods,pdb,priorityclasses -A -o json|yaml`` (4-cpu nodes, 30 bound
+pods per node of 100m / 128Mi owned by ReplicaSets, pending pods of 100m), runs
+``py-scheduler simulate -o json`` on each, and prints a Markdown table (and --json).
+
+Usage:
+    python benchmarks/simulate_bench.py [--sizes 1000x30x1000,5000x30x1000] [--runs 3]
+        [--formats json,yaml] [--json FILE]
+
+The size ``NxPxQ`` is N nodes, P bound pods per node, Q pending pods. The issue's goals:
+>= 20,000 objects/s (JSON) and >= 5,000 objects/s (YAML) at 1000x30x1000 (32,000 objects);
+5000 nodes / 150,000 pods simulated in under 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+TS = "2026-01-01T00:00:00Z"
+
+
+def _node(i: int) -> dict[str, Any]:
+    name = f"node-{i}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "uid": f"node-uid-{i}",
+            "labels": {"kubernetes.io/hostname": name, "topology.kubernetes.io/zone": f"z{i % 3}"},
+        },
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def _pod(name: str, node: str | None, app: str) -> dict[str, Any]:
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "uid": f"uid-{name}",
+            "creationTimestamp": TS,
+            "labels": {"app": app, "pod-template-hash": "5d9c"},
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"{app}-5d9c",
+                    "uid": f"rs-{app}",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {
+            "schedulerName": "py-scheduler",
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.k8s.io/pause:3.10",
+                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                }
+            ],
+        },
+        "status": {"phase": "Pending"},
+    }
+    if node:
+        pod["spec"]["nodeName"] = node
+        pod["status"] = {
+            "phase": "Running",
+            "startTime": TS,
+            "podIP": "10.0.0.1",
+            "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True"},
+            ],
+        }
+    return pod
+
+
+def objects(nodes: int, per_node: int, pending: int) -> list[dict[str, Any]]:
+    out = [_node(i) for i in range(nodes)]
+    for i in range(nodes):
+        for j in range(per_node):
+            out.append(_pod(f"bound-{i}-{j}", f"node-{i}", f"app-{j % 50}"))
+    out += [_pod(f"pending-{k}", None, f"new-{k % 20}") for k in range(pending)]
+    return out
+
+
+def write(path: Path, objs: list[dict[str, Any]], fmt: str) -> None:
+    if fmt == "json":
+        path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objs}))
+    else:
+        path.write_text(yaml.dump_all(objs, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper)))
+
+
+def run_once(path: Path) -> dict[str, float]:
+    exe = Path(sys.executable).parent / "py-scheduler"
+    cmd = [str(exe), "simulate", "-f", str(path), "-o", "json"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, check=False)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise SystemExit(f"simulate failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    out = json.loads(proc.stdout)
+    placed = sum(1 for v in out["placements"].values() if v)
+    return {
+        "wall_s": wall,
+        "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "peak_rss_mib": after.ru_maxrss / 1024,  # the largest child so far (Linux: KiB)
+        "placed": placed,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--sizes", default="1000x30x1000,5000x30x1000")
+    ap.add_argument("--formats", default="json,yaml")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--json", help="write the raw results here")
+    args = ap.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="simbench-") as tmp:
+        for size in args.sizes.split(","):
+            n, p, q = (int(x) for x in size.split("x"))
+            objs = objects(n, p, q)
+            for fmt in args.formats.split(","):
+                if fmt == "yaml" and len(objs) > 50_000:
+                    continue  # the large size is measured as JSON (kubectl -o json)
+                path = Path(tmp) / f"dump-{size}.{fmt}"
+                write(path, objs, fmt)
+                runs = [run_once(path) for _ in range(args.runs)]
+                walls = sorted(r["wall_s"] for r in runs)
+                median = walls[len(walls) // 2]
+                row = {
+                    "size": size,
+                    "format": fmt,
+                    "objects": len(objs),
+                    "bytes": path.stat().st_size,
+                    "wall_s_median": round(median, 2),
+                    "wall_s_min": round(walls[0], 2),
+                    "cpu_s_median": round(sorted(r["cpu_s"] for r in runs)[len(runs) // 2], 2),
+                    "objects_per_s": round(len(objs) / median),
+                    "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs)),
+                    "placed": runs[0]["placed"],
+                }
+                rows.append(row)
+                print(f"[simbench] {row}", file=sys.stderr, flush=True)
+                path.unlink()
+    print("| size | format | objects | MB | wall s (median) | CPU s | objects/s | peak RSS MiB | placed |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print(
+            f"| {r['size']} | {r['format']} | {r['objects']} | {r['bytes'] / 1e6:.1f} | "
+            f"{r['wall_s_median']} | {r['cpu_s_median']} | {r['objects_per_s']} | "
+            f"{r['peak_rss_mib']} | {r['placed']} |"
+        )
+    if args.json:
+        Path(args.json).write_text(json.dumps({"host_cpus": os.cpu_count(), "rows": rows}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -19,13 +19,15 @@
 # The engine: an engine that `docker info` already reaches is used as is. Otherwise, as root
 # with apt-get, this script installs Debian's docker.io (saying so) and starts a private
 # dockerd for the length of the build: state under the cache (layers are reused by the next
-# build), socket and exec root under /run/py-scheduler, no bridge and no iptables rules (the
-# build's RUN steps use the host network to reach PyPI), stopped again on exit.
+# build), socket and exec root under /run/py-scheduler/docker-<hash>, no bridge and no
+# iptables rules (the build's RUN steps use the host network to reach PyPI), stopped again
+# on exit.
 # SAVE_TAR: also `docker save` the image there (the real node imports it into its containerd).
 set -euo pipefail
 
 log() { printf '[image] %s\n' "$*" >&2; }
 die() { printf '[image] ERROR: %s\n' "$*" >&2; exit 1; }
+trap 'printf "[image] ERROR: line %s: %s failed\n" "$LINENO" "$BASH_COMMAND" >&2' ERR
 
 [[ $# -ge 3 ]] || die "usage: hack/image.sh IMAGE VERSION REVISION [SAVE_TAR]"
 image=$1 version=$2 revision=$3 save_tar=${4:-}
@@ -62,7 +64,8 @@ else
   command -v dockerd >/dev/null 2>&1 || apt_install dockerd docker.io
   command -v "$docker" >/dev/null 2>&1 || docker=/usr/bin/docker
   state="$cache_root/docker"
-  run=/run/py-scheduler/docker
+  # Short (unix socket paths are limited), and one per cache, like the state and its lock.
+  run=/run/py-scheduler/docker-$(printf '%s' "$state" | sha256sum | cut -c1-8)
   mkdir -p "$state" "$run"
   exec 8>"$state/.lock"
   log "waiting for the private dockerd's lock $state/.lock"

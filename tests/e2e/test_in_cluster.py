@@ -38,7 +38,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.conftest import REPO_ROOT, Cluster, localcluster, wait_for
+from tests.e2e.conftest import REPO_ROOT, Cluster, _reap_stale_sessions, localcluster, wait_for
 from tests.e2e.kit import Kit, new_namespace
 
 IMAGE = "py-scheduler:dev"
@@ -109,7 +109,8 @@ def _prepare(image_tar: Path) -> Path:
         )
         sys.stderr.write(proc.stderr)
         if proc.returncode != 0:
-            last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1].strip()
+            lines = proc.stderr.strip().splitlines() or ["(no output)"]
+            last = ([line for line in lines if "ERROR" in line] or lines)[-1].strip()
             _fail(f"{what} could not be installed ({last}); fix: {fix}")
         print(f"{what}: ready in {time.monotonic() - started:.0f}s", file=sys.stderr)
         if argv[0] == "hack/build-k8s.sh":
@@ -186,9 +187,10 @@ class InCluster:
 def incluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InCluster]:
     image_tar = localcluster.cache_root() / "images" / "py-scheduler-dev.tar"
     bin_dir = _prepare(image_tar)
-    state_dir = (
-        localcluster.cache_root() / "e2e" / f"{os.getpid()}-incluster-{secrets.token_hex(3)}"
-    )
+    # e2e/<pid>-...: the stale-session reaper stops it (and its node) if this session dies.
+    parent = localcluster.cache_root() / "e2e"
+    _reap_stale_sessions(parent)
+    state_dir = parent / f"{os.getpid()}-incluster-{secrets.token_hex(3)}"
     local = localcluster.LocalCluster(state_dir, die_with_parent=True)
     failure = None
     started = time.monotonic()

@@ -2,7 +2,11 @@
 
 One task per pod (bindings of different pods overlap, as upstream's binding cycles run in
 goroutines). Retries only what cannot have taken effect or is safe to repeat: 429, 5xx and
-lost connections, with backoff. A 409 is never read blindly: it means the pod is bound
+lost connections, with backoff (0.2 s doubling to 5 s) for up to a minute, so that an API
+server restart does not fail the binding: a failed binding forgets the pod and clears its
+nomination, and another pod could take the room a preemption made for it, which would then
+cost a second preemption (the retried POST is safe: a Binding that did land answers 409,
+and the 409 path below finds the pod bound to our node). A 409 is never read blindly: it means the pod is bound
 already, or was re-created, or the API server refused it (a scheduling gate, say). The
 binder re-reads the pod and reports what it finds:
 
@@ -16,6 +20,7 @@ binder re-reads the pod and reports what it finds:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,11 +32,11 @@ from scheduler.metrics import Metrics
 from scheduler.schedule_one import BindOutcome
 from scheduler.types import PodInfo
 
-__all__ = ["BIND_ATTEMPTS", "Binder", "pod_path"]
+__all__ = ["BIND_RETRY_SECONDS", "Binder", "pod_path"]
 
 log = structlog.get_logger("py-scheduler")
 
-BIND_ATTEMPTS = 5
+BIND_RETRY_SECONDS = 60.0
 
 
 def pod_path(namespace: str, name: str) -> str:
@@ -47,12 +52,14 @@ class Binder:
         spawn: Callable[[Any], None],
         metrics: Metrics,
         retry_delay: float = 0.2,
+        retry_seconds: float = BIND_RETRY_SECONDS,
     ) -> None:
         self.client = client
         self.on_result = on_result
         self.spawn = spawn
         self.metrics = metrics
         self.retry_delay = retry_delay
+        self.retry_seconds = retry_seconds
 
     def bind(self, pod: PodInfo, node_name: str) -> None:
         """The core's Binder port: never blocks; the outcome arrives via ``on_result``."""
@@ -74,7 +81,10 @@ class Binder:
         }
         path = pod_path(pod.namespace, pod.name) + "/binding"
         delay = self.retry_delay
-        for attempt in range(1, BIND_ATTEMPTS + 1):
+        deadline = time.monotonic() + self.retry_seconds
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 await self.client.request("POST", path, body=body)
                 return BindOutcome.OK, ""
@@ -83,12 +93,11 @@ class Binder:
                     return BindOutcome.GONE, str(e)
                 if e.status == 409:
                     return await self._after_conflict(pod, node, str(e))
-                if not e.retryable or attempt == BIND_ATTEMPTS:
+                if not e.retryable or time.monotonic() + delay > deadline:
                     return BindOutcome.ERROR, str(e)
                 log.warning("bind_retry", pod=pod.key, node=node, attempt=attempt, error=str(e))
                 await asyncio.sleep(delay)
-                delay *= 2
-        return BindOutcome.ERROR, "unreachable"  # pragma: no cover - the loop returns
+                delay = min(delay * 2, 5.0)
 
     async def _after_conflict(self, pod: PodInfo, node: str, message: str) -> tuple[str, str]:
         try:

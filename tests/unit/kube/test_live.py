@@ -441,3 +441,26 @@ def test_per_node_verdicts_are_logged_at_debug_and_a_bound_pod_logs_no_error() -
         await h.drain()
 
     _run(go())
+
+
+def test_a_binding_outlasts_an_api_server_restart_and_gives_up_only_after_its_budget() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.api.fail("POST", "/binding", *([503] * 8))  # eight refusals, then it answers
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        h.event("pods", "ADDED", make_pod("p").req(cpu="1").obj())
+        h.core.schedule_one()
+        await h.drain()
+        assert len(h.binds()) == 9 and h.core.cache.is_assumed("default/p")
+        assert h.core.queue.nominator.nominated_node("default/p") is None
+
+        h2 = Harness()
+        h2.live.binder.retry_seconds = 0.0  # no budget: the first refusal is final
+        h2.api.fail("POST", "/binding", 503)
+        h2.event("nodes", "ADDED", make_node("n1").obj())
+        h2.event("pods", "ADDED", make_pod("q").req(cpu="1").obj())
+        h2.core.schedule_one()
+        await h2.drain()
+        assert len(h2.binds()) == 1 and h2.core.cache.get_pod("default/q") is None
+
+    _run(go())

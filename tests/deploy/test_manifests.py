@@ -226,3 +226,11 @@ def test_examples_are_what_the_walkthrough_says() -> None:
     for step in ("Running", "Pending", "Terminating", "NOMINATED NODE"):
         assert step in readme, step
     assert "kubectl get pod -o wide -w" in readme
+
+
+def test_the_pdb_keeps_one_replica_through_voluntary_disruptions() -> None:
+    pdb = yaml.safe_load((MANIFESTS / "pdb.yaml").read_text())
+    deployment = yaml.safe_load((MANIFESTS / "deployment.yaml").read_text())
+    assert pdb["metadata"]["namespace"] == "kube-system"
+    assert pdb["spec"]["selector"] == deployment["spec"]["selector"]
+    assert 0 < pdb["spec"]["minAvailable"] < deployment["spec"]["replicas"]

@@ -4,7 +4,8 @@ reports, never a test.
 1. Scheduling throughput: N nodes (4 cpu, 32Gi, 110 pods) each holding 10 bound pods,
    then P pending pods (100m / 500Mi, upstream scheduler_perf's default pod) scheduled
    through the real SchedulerCore path with an immediate no-op binder. Reports pods/s and
-   the per-cycle p50/p99, for N = 100, 1000, 5000.
+   the per-cycle p50/p99, for N = 100, 1000, 5000; once with pods without an owner, once
+   with every pod owned by one of 20 ReplicaSets (system default topology spreading).
 2. Memory per bound pod: tracemalloc over building a cache of N x 10 pods.
 3. One preemption decision at 5000 nodes x 10 low-priority pods (350m each), the
    preemptor (1 cpu) needing 3 victims on any node: p50/p99 of the PostFilter.
@@ -70,7 +71,14 @@ def _node(i: int) -> dict[str, Any]:
 
 
 def _pod(
-    name: str, *, cpu: str, memory: str, node: str = "", priority: int = 0, start: int = 0
+    name: str,
+    *,
+    cpu: str,
+    memory: str,
+    node: str = "",
+    priority: int = 0,
+    start: int = 0,
+    owner: str = "",
 ) -> PodInfo:
     spec: dict[str, Any] = {
         "schedulerName": "py-scheduler",
@@ -85,17 +93,25 @@ def _pod(
     }
     if node:
         spec["nodeName"] = node
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "bench",
+        "uid": name,
+        "creationTimestamp": f"2026-01-01T00:{start // 60 % 60:02d}:{start % 60:02d}Z",
+    }
+    if owner:  # a ReplicaSet's pod: system default topology spreading applies
+        meta["labels"] = {"app": owner}
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "name": owner,
+                "uid": f"rs-{owner}",
+                "controller": True,
+            }
+        ]
     return pod_from_dict(
-        {
-            "metadata": {
-                "name": name,
-                "namespace": "bench",
-                "uid": name,
-                "creationTimestamp": f"2026-01-01T00:{start // 60 % 60:02d}:{start % 60:02d}Z",
-            },
-            "spec": spec,
-            "status": {"phase": "Running" if node else "Pending"},
-        }
+        {"metadata": meta, "spec": spec, "status": {"phase": "Running" if node else "Pending"}}
     )
 
 
@@ -103,7 +119,13 @@ VECTORIZED = True  # --scalar sets it False
 
 
 def build(
-    nodes: int, per_node: int, *, cpu: str = "100m", memory: str = "500Mi", priority: int = 0
+    nodes: int,
+    per_node: int,
+    *,
+    cpu: str = "100m",
+    memory: str = "500Mi",
+    priority: int = 0,
+    owners: int = 0,
 ) -> tuple[SchedulerCore, _Ports]:
     ports = _Ports()
     core = SchedulerCore(
@@ -129,6 +151,7 @@ def build(
                     node=f"node-{i}",
                     priority=priority,
                     start=j,
+                    owner=f"rs-{k % owners}" if owners else "",
                 )
             )
             k += 1
@@ -140,10 +163,13 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def bench_throughput(nodes: int, pods: int) -> dict[str, Any]:
-    core, ports = build(nodes, 10)
+def bench_throughput(nodes: int, pods: int, *, owned: bool = False) -> dict[str, Any]:
+    """``owned``: the pending pods belong to ReplicaSets (20 of them, as do the bound pods),
+    so that PodTopologySpread's system default constraints count matching pods."""
+    core, ports = build(nodes, 10, owners=20 if owned else 0)
     for i in range(pods):
-        core.queue.add(_pod(f"p-{i}", cpu="100m", memory="500Mi"))
+        owner = f"rs-{i % 20}" if owned else ""
+        core.queue.add(_pod(f"p-{i}", cpu="100m", memory="500Mi", owner=owner))
     cycles: list[float] = []
     start = time.perf_counter()
     while True:
@@ -160,6 +186,7 @@ def bench_throughput(nodes: int, pods: int) -> dict[str, Any]:
     return {
         "nodes": nodes,
         "pods": pods,
+        "owned": owned,
         "pods_per_second": round(len(cycles) / total, 1),
         "cycle_p50_ms": round(pct(cycles, 0.5) * 1000, 3),
         "cycle_p99_ms": round(pct(cycles, 0.99) * 1000, 3),
@@ -227,13 +254,16 @@ def main() -> int:
         "throughput": [],
     }
     for n in sizes:
-        r = bench_throughput(n, args.pods)
-        out["throughput"].append(r)
-        print(
-            f"throughput  nodes={n:5d} pods={r['pods']}: {r['pods_per_second']:8.1f} pods/s "
-            f"p50={r['cycle_p50_ms']} ms p99={r['cycle_p99_ms']} ms",
-            flush=True,
-        )
+        for owned in (False, True):
+            r = bench_throughput(n, args.pods if not owned else min(args.pods, 500), owned=owned)
+            out["throughput"].append(r)
+            what = "owned by ReplicaSets" if owned else "no owner"
+            print(
+                f"throughput  nodes={n:5d} pods={r['pods']} ({what}): "
+                f"{r['pods_per_second']:8.1f} pods/s "
+                f"p50={r['cycle_p50_ms']} ms p99={r['cycle_p99_ms']} ms",
+                flush=True,
+            )
     big = max(sizes)
     out["memory"] = bench_memory(big)
     print(

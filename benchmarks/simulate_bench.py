@@ -172,7 +172,10 @@ def main() -> int:
                 rows.append(row)
                 print(f"[simbench] {row}", file=sys.stderr, flush=True)
                 path.unlink()
-    print("| size | format | objects | MB | wall s (median) | CPU s | objects/s | peak RSS MiB | placed |")
+    print(
+        "| size | format | objects | MB | wall s (median) | CPU s | objects/s "
+        "| peak RSS MiB | placed |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         print(
@@ -181,7 +184,9 @@ def main() -> int:
             f"{r['peak_rss_mib']} | {r['placed']} |"
         )
     if args.json:
-        Path(args.json).write_text(json.dumps({"host_cpus": os.cpu_count(), "rows": rows}, indent=2))
+        Path(args.json).write_text(
+            json.dumps({"host_cpus": os.cpu_count(), "rows": rows}, indent=2)
+        )
     return 0
 
 

@@ -54,8 +54,14 @@ stop_own_dockerd() {
   [[ -n "$own_pid" ]] || return 0
   log "stopping the private dockerd (pid $own_pid)"
   kill "$own_pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do kill -0 "$own_pid" 2>/dev/null || return 0; sleep 0.5; done
+  for _ in $(seq 1 60); do kill -0 "$own_pid" 2>/dev/null || break; sleep 0.5; done
   kill -9 "$own_pid" 2>/dev/null || true
+  # dockerd leaves its netns bind mount (exec/netns/default) behind: unmount, then remove.
+  local point
+  while read -r point; do umount --lazy "$point" 2>/dev/null || true; done < <(
+    awk -v run="$run/" 'index($5, run) == 1 {print $5}' /proc/self/mountinfo | sort -r)
+  rm -rf "$run"
+  own_pid=""
 }
 
 if command -v "$docker" >/dev/null 2>&1 && timeout 20 "$docker" info >/dev/null 2>&1; then
@@ -167,6 +173,8 @@ got=$("$docker" run --rm --network none --entrypoint py-scheduler "$image" versi
 uid=$("$docker" run --rm --network none --entrypoint python "$image" -c 'import os; print(os.getuid())')
 [[ "$uid" == 10001 ]] || die "$image ran as uid $uid, expected 10001"
 size=$("$docker" image inspect -f '{{.Size}}' "$image")
+# Earlier builds' images (now untagged) would pile up in the cache: drop them.
+"$docker" image prune --force >/dev/null
 log "built $image: $got; runs as uid $uid; size $(( size / 1000000 )) MB (base $base)"
 if [[ -n "$save_tar" ]]; then
   mkdir -p "$(dirname "$save_tar")"

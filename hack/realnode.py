@@ -33,7 +33,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tarfile
 import time
@@ -57,7 +56,6 @@ HOST_TOOLS = {
     "iptables": "iptables",
     "ip": "iproute2",
 }
-DEBIAN_PACKAGES = ("containerd", "runc", "containernetworking-plugins", "iptables", "iproute2")
 READY_TIMEOUT = 180.0
 STOP_GRACE = 15.0
 
@@ -391,13 +389,6 @@ def _kubelet_config(
     }  # fmt: skip
 
 
-@dataclass
-class NodeProcesses:
-    """What `start` launched, for `stop`: pids are checked against their binary before use."""
-
-    entries: dict[str, Any]
-
-
 def start(
     *,
     state_dir: Path,
@@ -618,12 +609,3 @@ def _terminate(pid: int, binary: str) -> None:
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-
-
-def port_is_free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-    return True

@@ -6,9 +6,11 @@ lost connections, with backoff (0.2 s doubling to 5 s) for up to a minute, so th
 server restart does not fail the binding: a failed binding forgets the pod and clears its
 nomination, and another pod could take the room a preemption made for it, which would then
 cost a second preemption (the retried POST is safe: a Binding that did land answers 409,
-and the 409 path below finds the pod bound to our node). A 409 is never read blindly: it means the pod is bound
-already, or was re-created, or the API server refused it (a scheduling gate, say). The
-binder re-reads the pod and reports what it finds:
+and the 409 path below finds the pod bound to our node).
+
+A 409 is never read blindly: it means the pod is bound already, or was re-created, or the
+API server refused it (a scheduling gate, say). The binder re-reads the pod and reports
+what it finds:
 
   409 -> GET pod  | gone, or another uid (re-created)  -> GONE   (forget; the watch has it)
                   | bound to our node                  -> OK     (an earlier try landed)

@@ -24,7 +24,8 @@ Invariant (``check_invariants``): the NodeInfos of a snapshot are never mutated 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -91,6 +92,19 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
     return (ints if exact else _ZERO_INTS), flags
 
 
+_MAX_COUNT_COLUMNS = 64
+
+
+def _code(entry: tuple[Any, list[str], dict[str, int]], value: str | None) -> int:
+    if value is None:
+        return -1
+    code = entry[2].get(value)
+    if code is None:
+        code = entry[2][value] = len(entry[1])
+        entry[1].append(value)
+    return code
+
+
 def _labels(ni: NodeInfo) -> Mapping[str, str]:
     assert ni.node is not None, "only real nodes are listed"
     return ni.node.labels
@@ -149,7 +163,9 @@ class Snapshot:
         "_affinity_index",
         "_anti_index",
         "_arrays",
+        "_count_columns",
         "_index",
+        "_label_codes",
         "_label_masks",
         "generation",
         "have_pods_with_affinity",
@@ -173,6 +189,10 @@ class Snapshot:
         self._anti_index: dict[str, int] = {}
         self._arrays: NodeArrays | None = None
         self._label_masks: dict[tuple[str, str], BoolArray] = {}
+        # key -> (codes per row, -1 where the label is missing; the values, by code)
+        self._label_codes: dict[str, tuple[Int64Array, list[str], dict[str, int]]] = {}
+        # id -> (a per-row count, the function of a NodeInfo that gives it)
+        self._count_columns: dict[int, tuple[Int64Array, Callable[[NodeInfo], int]]] = {}
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
@@ -205,6 +225,8 @@ class Snapshot:
         self.image_num_nodes = images
         self._arrays = None
         self._label_masks = {}
+        self._label_codes = {}
+        self._count_columns = {}
 
     def swap_in(self, new: NodeInfo) -> None:
         """Replace the listed NodeInfo of the same name by ``new`` (already in the map), in
@@ -239,6 +261,11 @@ class Snapshot:
             labels = new.node.labels
             for (key, value), mask in self._label_masks.items():
                 mask[i] = labels.get(key) == value
+        if self._label_codes and old.node is not new.node:
+            for key, entry in self._label_codes.items():
+                entry[0][i] = _code(entry, _labels(new).get(key))
+        for col, fn in self._count_columns.values():
+            col[i] = fn(new)
 
     def arrays(self) -> NodeArrays:
         """The numeric columns of ``node_info_list`` (built on first use after a rebuild)."""
@@ -260,6 +287,37 @@ class Snapshot:
             )
             self._label_masks[key, value] = mask
         return mask
+
+    def label_codes(self, key: str) -> tuple[Int64Array, list[str]]:
+        """Per row of ``node_info_list``, the code of the node's value of label ``key`` (-1:
+        no such label), and the values by code. Shared: read only. O(nodes) on first use,
+        then kept current row by row as nodes change."""
+        entry = self._label_codes.get(key)
+        if entry is None:
+            values: list[str] = []
+            index: dict[str, int] = {}
+            codes = np.empty(len(self.node_info_list), dtype=np.int64)
+            entry = (codes, values, index)
+            for i, ni in enumerate(self.node_info_list):
+                codes[i] = _code(entry, _labels(ni).get(key))
+            self._label_codes[key] = entry
+        return entry[0], entry[1]
+
+    def count_column(self, key: int, fn: Callable[[NodeInfo], int]) -> Int64Array:
+        """Per row of ``node_info_list``, ``fn(node_info)``, kept current as nodes change
+        (``fn`` must depend on the NodeInfo only; ``key`` names it). Shared: read only.
+        O(nodes) calls of ``fn`` on first use, then one call per changed node."""
+        entry = self._count_columns.get(key)
+        if entry is None:
+            if len(self._count_columns) >= _MAX_COUNT_COLUMNS:
+                self._count_columns.clear()
+            col = np.fromiter(
+                (fn(ni) for ni in self.node_info_list),
+                dtype=np.int64,
+                count=len(self.node_info_list),
+            )
+            entry = self._count_columns[key] = (col, fn)
+        return entry[0]
 
     def position(self, name: str) -> int | None:
         """The row of node ``name`` in ``node_info_list`` (None: not listed). O(1)."""

@@ -50,7 +50,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.backend.cache.snapshot import Snapshot
+import numpy as np
+
+from scheduler.backend.cache.snapshot import BoolArray, Snapshot
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -202,7 +204,16 @@ _MATCH_CACHE_LIMIT = 256
 # (namespace, selector, owner) -> a small int: the node caches are keyed by it, so that a
 # lookup hashes and compares an int instead of a selector. Grows with the distinct
 # selectors seen (about one per workload); never reused, so a cache never misreads a key.
-_SELECTOR_IDS: dict[tuple[str, LabelSelector, tuple[str, str] | None], int] = {}
+_SELECTOR_IDS: dict[tuple[str, LabelSelector | None, tuple[str, str] | None], int] = {}
+
+
+def _selector_id(c: _Constraint, namespace: str) -> int:
+    key = c.cache_ids.get(namespace)
+    if key is None:
+        key = c.cache_ids[namespace] = _SELECTOR_IDS.setdefault(
+            (namespace, c.selector, c.owner), len(_SELECTOR_IDS)
+        )
+    return key
 
 
 def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
@@ -212,11 +223,7 @@ def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
     change instead of once per cycle. O(1) when remembered."""
     if c.selector is None or not c.counts_pods:
         return 0
-    key = c.cache_ids.get(namespace)
-    if key is None:
-        key = c.cache_ids[namespace] = _SELECTOR_IDS.setdefault(
-            (namespace, c.selector, c.owner), len(_SELECTOR_IDS)
-        )
+    key = _selector_id(c, namespace)
     cache = ni.match_counts
     if cache is None:
         cache = ni.match_counts = {}
@@ -226,6 +233,25 @@ def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
             cache.clear()
         n = cache[key] = _count_pods(ni.pods.values(), c, namespace)
     return n
+
+
+def _affinity_mask(pod: PodInfo, snapshot: Snapshot) -> BoolArray:
+    """Rows of the snapshot whose node passes the pod's nodeSelector and required node
+    affinity (all rows when it has neither)."""
+    n = snapshot.num_nodes()
+    mask = np.ones(n, dtype=np.bool_)
+    for key, value in pod.node_selector.items():
+        mask &= snapshot.label_mask(key, value)
+    if pod.required_node_affinity is not None:
+        mask &= np.fromiter(
+            (
+                ni.node is not None and pod_matches_node(pod, ni.node)
+                for ni in snapshot.node_info_list
+            ),
+            dtype=np.bool_,
+            count=n,
+        )
+    return mask
 
 
 def _has_all_keys(labels: Mapping[str, str], constraints: Sequence[_Constraint]) -> bool:
@@ -533,24 +559,70 @@ class PodTopologySpread:
             for i, c in enumerate(constraints)
         ]
 
-        needs_affinity = any(c.honor_node_affinity for c in constraints)
-        namespace = pod.namespace
-        for ni in all_nodes:
-            node = ni.node
-            if node is None:
-                continue
-            labels = node.labels
-            if require_all and not _has_all_keys(labels, constraints):
-                continue
-            affinity_ok = needs_affinity and pod_matches_node(pod, node)
-            for i, c in enumerate(constraints):
-                domain = labels.get(c.topology_key, "")
-                if domain not in counts[i] or not c.includes_node(pod, node, affinity_ok):
-                    continue
-                counts[i][domain] += _count_on(ni, c, namespace)
-
+        self._count_domains(pod, constraints, counts, require_all, snapshot)
         state.write(_PRE_SCORE_KEY, _PreScoreState(constraints, counts, ignored, weights))
         return SUCCESS
+
+    def _count_domains(
+        self,
+        pod: PodInfo,
+        constraints: Sequence[_Constraint],
+        counts: list[dict[str, int]],
+        require_all: bool,
+        snapshot: Snapshot,
+    ) -> None:
+        """Add to ``counts[i][domain]`` the matching pods of every node of the snapshot in
+        that domain that the constraint includes (the nodeAffinity/nodeTaints policies; with
+        ``require_all``, only nodes that have every constraint's key). Numpy over the
+        snapshot's columns: per-node match counts and label codes, both kept current as
+        nodes change, so a cycle costs O(nodes) in C, not in Python."""
+        n = snapshot.num_nodes()
+        if n == 0 or not any(counts):
+            return
+        base = np.ones(n, dtype=np.bool_)
+        if require_all:
+            for c in constraints:
+                base &= snapshot.label_codes(c.topology_key)[0] >= 0
+        affinity: BoolArray | None = None
+        taints: BoolArray | None = None
+        nodes = snapshot.node_info_list
+        namespace = pod.namespace
+        for i, c in enumerate(constraints):
+            if not counts[i]:
+                continue  # hostname: counted node by node in Score
+            mask = base
+            if c.honor_node_affinity:
+                if affinity is None:
+                    affinity = _affinity_mask(pod, snapshot)
+                mask = mask & affinity
+            if c.honor_node_taints:
+                if taints is None:
+                    taints = np.fromiter(
+                        (
+                            ni.node is not None
+                            and find_untolerated_taint(
+                                ni.node.taints, pod.tolerations, _SCHEDULE_TAINT_EFFECTS
+                            )
+                            is None
+                            for ni in nodes
+                        ),
+                        dtype=np.bool_,
+                        count=n,
+                    )
+                mask = mask & taints
+            codes, values = snapshot.label_codes(c.topology_key)
+            col = snapshot.count_column(
+                _selector_id(c, namespace),
+                lambda ni, c=c: _count_on(ni, c, namespace),  # type: ignore[misc]
+            )
+            labelled = mask & (codes >= 0)
+            sums = np.bincount(codes[labelled], weights=col[labelled], minlength=len(values))
+            by_value = {v: int(sums[k]) for k, v in enumerate(values) if v in counts[i]}
+            for domain in counts[i]:
+                extra = by_value.get(domain, 0)
+                if domain == "":  # labels.get(key, ""): a node without the key counts as ""
+                    extra += int(col[mask & (codes < 0)].sum())
+                counts[i][domain] += extra
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
         s = state.read(_PRE_SCORE_KEY)

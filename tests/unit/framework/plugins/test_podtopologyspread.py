@@ -1212,3 +1212,110 @@ def test_node_hints() -> None:
     assert update(pod, zoned, n("x", zone="z2")) is QueueingHint.QUEUE
     assert update(pod, zoned, n("x", zone="z1", other="y")) is QueueingHint.SKIP
     assert update(pod, zoned, n("x", zone="z1", taint=True)) is QueueingHint.QUEUE
+
+
+# --------------------------------------------------------------------------- vectorised PreScore
+# PreScore's per-domain counts come from numpy over the snapshot's per-node match counts and
+# label codes (kept current as nodes change). This is the node-by-node loop they replaced,
+# kept as the oracle, over random clusters, before and after nodes change.
+
+
+def _reference_counts(
+    plugin: PodTopologySpread, pod: PodInfo, filtered: Sequence[NodeInfo], snap: Snapshot
+) -> list[dict[str, int]]:
+    from scheduler.framework.plugins.nodeaffinity import pod_matches_node
+    from scheduler.framework.plugins.podtopologyspread import _count_pods, _has_all_keys
+
+    constraints = plugin._constraints(pod, "ScheduleAnyway")
+    require_all = bool(pod.topology_spread_constraints) or not plugin.system_defaulted
+    counts: list[dict[str, int]] = [{} for _ in constraints]
+    for ni in filtered:
+        assert ni.node is not None
+        if require_all and not _has_all_keys(ni.node.labels, constraints):
+            continue
+        for i, c in enumerate(constraints):
+            if c.topology_key != LABEL_HOSTNAME:
+                counts[i].setdefault(ni.node.labels.get(c.topology_key, ""), 0)
+    for ni in snap.node_info_list:
+        node = ni.node
+        assert node is not None
+        if require_all and not _has_all_keys(node.labels, constraints):
+            continue
+        ok = pod_matches_node(pod, node)
+        for i, c in enumerate(constraints):
+            domain = node.labels.get(c.topology_key, "")
+            if domain in counts[i] and c.includes_node(pod, node, ok):
+                counts[i][domain] += _count_pods(ni.pods.values(), c, pod.namespace)
+    return counts
+
+
+def _random_cluster(rng: random.Random) -> tuple[list[NodeRecord], list[PodInfo]]:
+    nodes = []
+    for i in range(rng.randint(1, 12)):
+        labels: dict[str, str] = {"host": f"h{i}"}
+        zone = rng.choice(["a", "b", "", None])
+        if zone is not None:
+            labels["zone"] = zone
+        if rng.random() < 0.5:
+            labels["disk"] = rng.choice(["ssd", "hdd"])
+        nodes.append(n(f"node-{i}", taint=rng.random() < 0.2, **labels))
+    pods = []
+    for j in range(rng.randint(0, 40)):
+        obj = make_pod(f"e{j}", namespace=rng.choice(["default", "other"])).node(
+            rng.choice(nodes).name
+        )
+        if rng.random() < 0.7:
+            obj.label("app", rng.choice(["web", "db"]))
+        if rng.random() < 0.1:
+            obj.terminating()
+        pods.append(
+            _owned(obj.obj(), rng.choice([("ReplicaSet", "rs-1"), ("ReplicaSet", "rs-2"), None]))
+        )
+    return nodes, pods
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_vectorised_pre_score_counts_equal_the_node_by_node_loop(seed: int) -> None:
+    from scheduler.framework.plugins.podtopologyspread import _PRE_SCORE_KEY
+
+    rng = random.Random(seed)
+    nodes, pods = _random_cluster(rng)
+    snap = snapshot(nodes, pods)
+    b = make_pod("incoming").label("app", rng.choice(["web", "db"]))
+    if rng.random() < 0.3:
+        b.node_selector(disk="ssd")
+    if rng.random() < 0.5:
+        b.spread(
+            {
+                "maxSkew": 1,
+                "topologyKey": rng.choice(["zone", LABEL_HOSTNAME]),
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+                "nodeTaintsPolicy": rng.choice(["Honor", "Ignore"]),
+                "nodeAffinityPolicy": rng.choice(["Honor", "Ignore"]),
+            }
+        )
+        b.spread(
+            {
+                "maxSkew": 2,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+            }
+        )
+    pod = _owned(b.obj(), ("ReplicaSet", rng.choice(["rs-1", "rs-2"])))
+    plugin = PodTopologySpread()
+    filtered = [ni for ni in snap.node_info_list if rng.random() < 0.7] or snap.node_info_list
+    for _round in range(2):
+        state = CycleState()
+        if plugin.pre_score(state, pod, filtered, snap).is_skip():
+            return
+        assert state.read(_PRE_SCORE_KEY).counts == _reference_counts(plugin, pod, filtered, snap)
+        # A node changes (a pod bound to it): its rows are refreshed in place.
+        i = rng.randrange(len(snap.node_info_list))
+        old = snap.node_info_list[i]
+        new = old.clone()
+        new.add_pod(ep(f"late-{_round}", old.name, "web"))
+        snap.node_info_map[new.name] = new
+        snap.swap_in(new)
+        filtered = [snap.node_info_map[ni.name] for ni in filtered]

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from scheduler.backend.cache.snapshot import BoolArray, Snapshot
+from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -643,6 +643,50 @@ class PodTopologySpread:
                 n = s.counts[i].get(value, 0)
             total += n * s.weights[i] + (c.max_skew - 1)
         return _round_half_away(total)
+
+    def score_batch(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, rows: IntpArray
+    ) -> Int64Array | None:
+        """``score`` of the nodes at ``rows``, in numpy: hostname counts from the snapshot's
+        per-node match-count column, other domains looked up by label code (the same float
+        operations in the same order, so the same rounding)."""
+        st = state.read(_PRE_SCORE_KEY)
+        if not isinstance(st, _PreScoreState) or st.ignored:
+            return None  # nodes missing a required key: node by node
+        total = np.zeros(len(rows), dtype=np.float64)
+        for i, c in enumerate(st.constraints):
+            codes, values = snapshot.label_codes(c.topology_key)
+            at = codes[rows]
+            present = at >= 0
+            if c.topology_key == LABEL_HOSTNAME:
+                col = snapshot.count_column(
+                    _selector_id(c, pod.namespace),
+                    lambda ni, c=c: _count_on(ni, c, pod.namespace),  # type: ignore[misc]
+                )
+                n = col[rows].astype(np.float64)
+            else:
+                lut = np.array([st.counts[i].get(v, 0) for v in values] or [0], dtype=np.float64)
+                n = lut[np.where(present, at, 0)]
+            total = np.where(present, total + (n * st.weights[i] + (c.max_skew - 1)), total)
+        out: Int64Array = np.floor(total + 0.5).astype(np.int64)
+        return out
+
+    def normalize_scores_batch(
+        self, state: CycleState, pod: PodInfo, scores: Int64Array
+    ) -> Int64Array:
+        if not isinstance(state.read(_PRE_SCORE_KEY), _PreScoreState):
+            return scores
+        valid = scores != _IGNORED_NODE
+        if not valid.any():
+            return np.zeros_like(scores)
+        lowest = int(scores[valid].min())
+        highest = int(scores[valid].max())
+        if highest == 0:
+            out = np.full_like(scores, MAX_NODE_SCORE)
+        else:
+            out = MAX_NODE_SCORE * (highest + lowest - scores) // highest
+        out[~valid] = 0
+        return out
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         """Fewer matching pods is better: MAX * (max + min - score) / max; nodes missing a

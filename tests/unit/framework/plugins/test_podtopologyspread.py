@@ -11,6 +11,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
 from scheduler.backend.cache.snapshot import Snapshot
@@ -1311,6 +1312,14 @@ def test_vectorised_pre_score_counts_equal_the_node_by_node_loop(seed: int) -> N
         if plugin.pre_score(state, pod, filtered, snap).is_skip():
             return
         assert state.read(_PRE_SCORE_KEY).counts == _reference_counts(plugin, pod, filtered, snap)
+        # Score and NormalizeScore in bulk equal them node by node.
+        rows = np.array([snap.position(ni.name) for ni in filtered], dtype=np.intp)
+        bulk = plugin.score_batch(state, pod, snap, rows)
+        one_by_one = [plugin.score(state, pod, ni) for ni in filtered]
+        if bulk is not None:
+            assert bulk.tolist() == one_by_one
+            plugin.normalize_scores(state, pod, one_by_one)
+            assert plugin.normalize_scores_batch(state, pod, bulk).tolist() == one_by_one
         # A node changes (a pod bound to it): its rows are refreshed in place.
         i = rng.randrange(len(snap.node_info_list))
         old = snap.node_info_list[i]

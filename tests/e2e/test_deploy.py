@@ -105,9 +105,9 @@ class Identity:
 def identity(
     cluster: Cluster, kubectl: Kubectl, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Identity]:
-    """Apply everything of manifests/ but the Deployment; a 1h token of the service account.
+    """Apply everything of manifests/ but the Deployment and its PDB; a 1h token of the SA.
     Afterwards, delete what this created (on a shared cluster, what existed stays)."""
-    objs = [o for o in _rendered(kubectl) if o["kind"] != "Deployment"]
+    objs = [o for o in _rendered(kubectl) if o["kind"] not in ("Deployment", "PodDisruptionBudget")]
     assert {o["kind"] for o in objs} == {
         "ServiceAccount",
         "ClusterRole",
@@ -154,6 +154,7 @@ def test_manifests_and_examples_pass_a_server_side_dry_run(
             "RoleBinding",
             "ConfigMap",
             "Deployment",
+            "PodDisruptionBudget",
         ]
     )
     out = kubectl("apply", "--dry-run=server", "-k", str(MANIFESTS)).stdout

@@ -46,8 +46,8 @@ $(VENV)/.installed: pyproject.toml
 install: $(VENV)/.installed ## create .venv and install py-scheduler editable with dev deps
 
 lint: install ## ruff
-	$(VENV)/bin/ruff check scheduler tests hack benchmarks
-	$(VENV)/bin/ruff format --check scheduler tests hack benchmarks
+	$(VENV)/bin/ruff check scheduler tests hack benchmarks examples
+	$(VENV)/bin/ruff format --check scheduler tests hack benchmarks examples
 
 typecheck: install ## mypy --strict on scheduler/
 	$(VENV)/bin/mypy scheduler
@@ -56,7 +56,7 @@ imports: install ## import-layer contracts (import-linter)
 	$(VENV)/bin/lint-imports
 
 unit: install ## unit and property tests (no cluster)
-	$(VENV)/bin/pytest -q tests/unit tests/property
+	$(VENV)/bin/pytest -q tests/unit tests/property examples/plugins
 
 binaries: install ## build or reuse etcd, kube-apiserver, ... kwok (cached outside the repo)
 	hack/build-k8s.sh

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from scheduler.framework.outoftree import discover, instantiate
+
 __all__ = [
     "ALL_PLUGINS",
     "DEFAULT_SCORE_WEIGHTS",
@@ -125,6 +127,9 @@ class SchedulerConfig:
     burst: int = 100
     http_bind_address: str = "127.0.0.1"
     http_port: int = 10260
+    # Out-of-tree plugins of the profile (docs/plugins.md): (name, class, args), in the
+    # order they were enabled; their extension points are named in filters/scores/...
+    out_of_tree: tuple[tuple[str, type, Mapping[str, Any]], ...] = ()
 
     @property
     def preemption_enabled(self) -> bool:
@@ -152,13 +157,14 @@ class _Reader:
     def fail(self, path: str, problem: str) -> ConfigError:
         return ConfigError(f"{self.source}: {path}: {problem}")
 
-    def mapping(self, raw: Any, path: str, allowed: set[str]) -> Mapping[str, Any]:
+    def mapping(self, raw: Any, path: str, allowed: set[str] | None) -> Mapping[str, Any]:
+        """A mapping with only ``allowed`` keys (None: any key)."""
         if raw is None:
             return {}
         if not isinstance(raw, Mapping):
             raise self.fail(path, f"expected a mapping, got {type(raw).__name__}")
         for k in raw:
-            if k not in allowed:
+            if allowed is not None and k not in allowed:
                 raise self.fail(f"{path}.{k}" if path else str(k), "unknown or unsupported field")
         return raw
 
@@ -241,6 +247,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             "asyncPreemption",
             "httpBindAddress",
             "httpPort",
+            "pluginModules",
         },
     )
     if top.get("apiVersion", API_VERSION) != API_VERSION:
@@ -316,6 +323,21 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     if "burst" in cc:
         kw["burst"] = r.integer(cc["burst"], "clientConnection.burst", 1)
 
+    modules_raw = r.mapping(top.get("pluginModules"), "pluginModules", None)
+    modules = {
+        r.string(k, "pluginModules"): r.string(v, f"pluginModules.{k}")
+        for k, v in modules_raw.items()
+    }
+    try:
+        external = discover(modules)
+    except ValueError as e:
+        raise r.fail("pluginModules", str(e)) from e
+    clash = sorted(set(external) & (set(ALL_PLUGINS) | set(ACCEPTED_NOOP)))
+    if clash:
+        raise r.fail("pluginModules", f"{clash[0]!r} is the name of an in-tree plugin")
+    ext = tuple(external)
+    external_args: dict[str, Mapping[str, Any]] = {}
+
     profiles = top.get("profiles")
     filters: tuple[str, ...] = FILTER_PLUGINS
     scores: tuple[str, ...] = SCORE_PLUGINS
@@ -349,22 +371,29 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         )
         if "multiPoint" in plugins:
             mp, mp_weights = _plugin_set(
-                r, plugins["multiPoint"], "profiles[0].plugins.multiPoint", ALL_PLUGINS, ALL_PLUGINS
+                r,
+                plugins["multiPoint"],
+                "profiles[0].plugins.multiPoint",
+                ALL_PLUGINS,
+                ALL_PLUGINS + ext,
             )
-            filters = tuple(n for n in filters if n in mp)
-            scores = tuple(n for n in scores if n in mp)
-            post_filters = tuple(n for n in post_filters if n in mp)
+            # An out-of-tree plugin enabled at multiPoint joins every point (the framework
+            # wires it where it implements one).
+            extra = tuple(n for n in mp if n in external)
+            filters = tuple(n for n in filters if n in mp) + extra
+            scores = tuple(n for n in scores if n in mp) + extra
+            post_filters = tuple(n for n in post_filters if n in mp) + extra
             pre_enqueue = tuple(n for n in pre_enqueue if n in mp)
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
                 filters, _ = _plugin_set(
-                    r, plugins[point], f"profiles[0].plugins.{point}", filters, FILTER_PLUGINS
+                    r, plugins[point], f"profiles[0].plugins.{point}", filters, FILTER_PLUGINS + ext
                 )
         for point in ("preScore", "score"):
             if point in plugins:
                 scores, w = _plugin_set(
-                    r, plugins[point], f"profiles[0].plugins.{point}", scores, SCORE_PLUGINS
+                    r, plugins[point], f"profiles[0].plugins.{point}", scores, SCORE_PLUGINS + ext
                 )
                 weights.update(w)
         if "postFilter" in plugins:
@@ -373,7 +402,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 plugins["postFilter"],
                 "profiles[0].plugins.postFilter",
                 post_filters,
-                POST_FILTER_PLUGINS,
+                POST_FILTER_PLUGINS + ext,
             )
         if "preEnqueue" in plugins:
             pre_enqueue, _ = _plugin_set(
@@ -402,16 +431,36 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 kw["preemption"] = _preemption_args(r, args, f"{path}.args")
             elif name == "NodeResourcesFit":
                 kw["fit"] = _fit_args(r, args, f"{path}.args")
+            elif name in external:
+                external_args[name] = r.mapping(args, f"{path}.args", None)
             else:
                 raise r.fail(f"{path}.name", f"no supported args for plugin {name!r}")
     if "disablePreemption" in top and r.boolean(top["disablePreemption"], "disablePreemption"):
         post_filters = tuple(p for p in post_filters if p != "DefaultPreemption")
+    enabled = dict.fromkeys(n for n in (*filters, *scores, *post_filters) if n in external)
+    out_of_tree = []
+    for name in enabled:
+        args = external_args.get(name, {})
+        try:
+            instantiate(external[name], args)  # the plugin validates its own args
+        except (ValueError, TypeError) as e:
+            where = next(
+                (
+                    f"profiles[0].pluginConfig[{i}].args"
+                    for i, pc in enumerate(((profiles or [{}])[0] or {}).get("pluginConfig") or ())
+                    if isinstance(pc, Mapping) and pc.get("name") == name
+                ),
+                f"profiles[0].plugins ({name})",
+            )
+            raise r.fail(where, f"plugin {name}: {e}") from e
+        out_of_tree.append((name, external[name], args))
     kw.update(
         filters=filters,
         scores=scores,
         post_filters=post_filters,
         pre_enqueue=pre_enqueue,
         score_weights=weights,
+        out_of_tree=tuple(out_of_tree),
     )
     return SchedulerConfig(**kw)
 

@@ -48,6 +48,7 @@ from scheduler.framework.interface import (
     NodeScore,
     Status,
 )
+from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
@@ -341,9 +342,17 @@ class SchedulerCore:
         self.cache.update_snapshot(self.snapshot)
         state = CycleState()
         try:
-            host, evaluated, feasible = self._schedule_pod(state, pod)
+            try:
+                host, evaluated, feasible = self._schedule_pod(state, pod)
+            except PluginRaised as e:
+                raise _CycleError(str(e)) from e
         except _FitError as fe:
-            return self._handle_fit_error(qpi, state, fe.diagnosis)
+            try:
+                return self._handle_fit_error(qpi, state, fe.diagnosis)
+            except PluginRaised as e:  # a Score hook of a preemption plugin, say
+                qpi.errored = True
+                self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(e), "")
+                return CycleResult(pod, "error", message=str(e), nominated_node="")
         except _NoNodesError:
             # No rejecting plugin: the queue retries it after backoff (or on any event).
             self._record_failure(qpi, REASON_UNSCHEDULABLE, ERR_NO_NODES, "")

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.config import SchedulerConfig
+from scheduler.framework.outoftree import guard, instantiate
 from scheduler.framework.plugins.defaultpreemption import DefaultPreemption
 from scheduler.framework.plugins.imagelocality import ImageLocality
 from scheduler.framework.plugins.interpodaffinity import InterPodAffinity
@@ -56,6 +57,9 @@ def build_framework(
         BalancedAllocation(resources),
         ImageLocality(),
     ]
+    # Out-of-tree plugins (docs/plugins.md): a fresh instance per framework, guarded so that
+    # an exception becomes an Error for that pod, never a stopped scheduler.
+    plugins += [guard(name, instantiate(cls, args)) for name, cls, args in config.out_of_tree]
     fw = Framework.build(
         config.scheduler_name,
         plugins,

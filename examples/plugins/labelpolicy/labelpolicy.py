@@ -1,0 +1,55 @@
+"""LabelPolicy: an example out-of-tree plugin for py-scheduler (Filter + Score).
+
+- Filter: nodes carrying the ``avoid`` label (``key=value``) do not fit, unless the pod
+  tolerates it with the same label on itself (a simple opt-in).
+- Score: nodes carrying the ``prefer`` label score 100, others 0.
+
+Configuration (``pluginConfig``)::
+
+    - name: LabelPolicy
+      args: {avoid: "maintenance=true", prefer: "disk=ssd"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from scheduler.plugins import MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, PodInfo, Status
+
+
+def _label(args: Mapping[str, Any], field: str) -> tuple[str, str] | None:
+    raw = args.get(field)
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or raw.count("=") != 1 or raw.startswith("="):
+        raise ValueError(f"{field}: expected 'key=value', got {raw!r}")
+    key, value = raw.split("=")
+    return key, value
+
+
+class LabelPolicy:
+    name = "LabelPolicy"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        unknown = sorted(set(args) - {"avoid", "prefer"})
+        if unknown:
+            raise ValueError(f"{unknown[0]}: unknown field (known: avoid, prefer)")
+        self.avoid = _label(args, "avoid")
+        self.prefer = _label(args, "prefer")
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        if self.avoid is None or node is None:
+            return SUCCESS
+        key, value = self.avoid
+        if node.labels.get(key) == value and pod.labels.get(key) != value:
+            return Status.unschedulable(f"node(s) had the label {key}={value}", plugin=self.name)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        node = node_info.node
+        if self.prefer is None or node is None:
+            return 0
+        key, value = self.prefer
+        return MAX_NODE_SCORE if node.labels.get(key) == value else 0

@@ -1,0 +1,143 @@
+"""Out-of-tree plugins: finding them, and guarding the scheduler against them.
+
+What it owns:
+
+- ``discover``: the plugin classes a configuration may name, from the entry-point group
+  ``py_scheduler.plugins`` of installed packages (entry name = plugin name, value =
+  ``module:Class``) and from the configuration's ``pluginModules`` map (the same, for local
+  modules on ``sys.path``). Configuration names win over entry points.
+- ``instantiate``: ``Class(args)``, where ``args`` is the plugin's ``pluginConfig`` entry (an
+  empty map when there is none). The class validates its args and raises ``ValueError`` (or
+  ``TypeError``) with a message that names the field; the configuration loader turns that
+  into its usual file-and-field error (exit 2).
+- ``guard``: a wrapper with exactly the extension points the plugin implements, each
+  call guarded: an exception in PreFilter, Filter, PreScore or PostFilter becomes an Error
+  status naming the plugin; in Score or NormalizeScore it becomes ``PluginRaised``, which
+  the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
+  status naming the plugin and the scheduler goes on serving other pods.
+
+The public names a plugin author imports live in ``scheduler.plugins`` (docs/plugins.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from importlib.metadata import entry_points
+from typing import Any
+
+from scheduler.framework.interface import Code, Status
+
+__all__ = ["ENTRY_POINT_GROUP", "PluginRaised", "discover", "guard", "instantiate"]
+
+ENTRY_POINT_GROUP = "py_scheduler.plugins"
+# The extension points a plugin may implement (method names), in the framework's order.
+_POINTS = ("pre_filter", "filter", "post_filter", "pre_score", "score", "normalize_scores")
+_STATUS_POINTS = {"filter": "Filter", "pre_score": "PreScore"}
+
+
+class PluginRaised(Exception):
+    """An out-of-tree plugin raised at a point that returns no Status (Score)."""
+
+    def __init__(self, plugin: str, point: str, error: BaseException) -> None:
+        super().__init__(f"running {point} plugin {plugin}: {type(error).__name__}: {error}")
+        self.plugin = plugin
+        self.point = point
+
+
+def _load(target: str, where: str) -> type:
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{where}: expected 'module:Class', got {target!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ValueError(f"{where}: cannot import {module_name!r}: {e}") from e
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"{where}: module {module_name!r} has no {attr!r}")
+        obj = getattr(obj, part)
+    if not isinstance(obj, type):
+        raise ValueError(f"{where}: {target!r} is not a class")
+    return obj
+
+
+def discover(modules: Mapping[str, str]) -> dict[str, type]:
+    """Plugin name -> class: entry points first, then ``modules`` (``pluginModules``)."""
+    found: dict[str, type] = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        found[ep.name] = _load(ep.value, f"entry point {ep.name} of {ENTRY_POINT_GROUP}")
+    for name, target in modules.items():
+        found[name] = _load(target, f"pluginModules.{name}")
+    return found
+
+
+def instantiate(cls: type, args: Mapping[str, Any]) -> object:
+    """``cls(args)``; a bad argument raises ValueError naming the field."""
+    plugin = cls(dict(args))
+    if not any(callable(getattr(plugin, p, None)) for p in _POINTS):
+        raise ValueError(f"{cls.__name__} implements no extension point ({', '.join(_POINTS)})")
+    return plugin
+
+
+def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    label = {
+        "pre_filter": "PreFilter",
+        "filter": "Filter",
+        "post_filter": "PostFilter",
+        "pre_score": "PreScore",
+        "score": "Score",
+        "normalize_scores": "NormalizeScore",
+    }[point]
+
+    def error(e: BaseException) -> Status:
+        return Status(Code.ERROR, (f"{label} plugin {name} raised {type(e).__name__}: {e}",), name)
+
+    if point in ("pre_filter", "post_filter"):
+
+        def call_pair(*args: Any) -> Any:
+            try:
+                return method(*args)
+            except Exception as e:
+                return None, error(e)
+
+        return call_pair
+    if point in _STATUS_POINTS:
+
+        def call_status(*args: Any) -> Any:
+            try:
+                return method(*args)
+            except Exception as e:
+                return error(e)
+
+        return call_status
+
+    def call_value(*args: Any) -> Any:
+        try:
+            return method(*args)
+        except Exception as e:
+            raise PluginRaised(name, label, e) from e
+
+    return call_value
+
+
+def guard(name: str, plugin: object) -> object:
+    """A wrapper named ``name`` that has exactly the plugin's extension points, guarded."""
+    attrs: dict[str, Any] = {"name": name, "plugin": plugin}
+    for point in _POINTS:
+        method = getattr(plugin, point, None)
+        if callable(method):
+            attrs[point] = staticmethod(_guarded(name, point, method))
+    if "pre_filter" in attrs:
+        extensions = getattr(plugin, "pre_filter_extensions", None)
+        attrs["pre_filter_extensions"] = staticmethod(
+            extensions if callable(extensions) else (lambda: None)
+        )
+    if "score" in attrs and "normalize_scores" not in attrs:
+        attrs["normalize_scores"] = staticmethod(lambda state, pod, scores: None)
+    events = getattr(plugin, "events_to_register", None)
+    if callable(events):
+        attrs["events_to_register"] = staticmethod(events)
+    wrapper_type = type(f"Guarded{type(plugin).__name__}", (), attrs)
+    return wrapper_type()

@@ -1,0 +1,56 @@
+"""The public plugin API of py-scheduler, version 1 (docs/plugins.md).
+
+Import what a plugin needs from here, never from the modules behind it: these names keep
+their meaning within a major version of this API (``API_VERSION``), whatever moves inside.
+
+A plugin is a class constructed as ``Plugin(args)`` (``args``: its ``pluginConfig`` entry, a
+dict; raise ValueError naming the field for a bad one) with a ``name`` and any of the
+extension points below; the framework calls each on the scheduler's single thread.
+
+- ``pre_filter(state, pod, snapshot) -> (PreFilterResult | None, Status)``
+- ``filter(state, pod, node_info) -> Status``
+- ``post_filter(state, pod, statuses) -> (PostFilterResult | None, Status)``
+- ``pre_score(state, pod, nodes, snapshot) -> Status``
+- ``score(state, pod, node_info) -> int`` and, optionally,
+  ``normalize_scores(state, pod, scores) -> None`` (in place, to 0..MAX_NODE_SCORE)
+- ``events_to_register() -> list[EventRegistration]`` (queueing hints), optional
+"""
+
+from __future__ import annotations
+
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SKIP,
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    EventRegistration,
+    PostFilterResult,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.outoftree import ENTRY_POINT_GROUP
+from scheduler.types import NodeInfo, NodeRecord, PodInfo
+
+__all__ = [
+    "API_VERSION",
+    "ENTRY_POINT_GROUP",
+    "MAX_NODE_SCORE",
+    "SKIP",
+    "SUCCESS",
+    "ClusterEvent",
+    "Code",
+    "CycleState",
+    "EventRegistration",
+    "NodeInfo",
+    "NodeRecord",
+    "PodInfo",
+    "PostFilterResult",
+    "PreFilterResult",
+    "QueueingHint",
+    "Status",
+]
+
+API_VERSION = 1

@@ -1,0 +1,133 @@
+"""Out-of-tree plugins: discovery from the configuration, argument validation, and the guard
+that turns a plugin's exception into an Error for that pod while the scheduler goes on."""
+
+from __future__ import annotations
+
+import random
+import sys
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from scheduler.clock import FakeClock
+from scheduler.config import ConfigError, parse_config
+from scheduler.plugins import SUCCESS, CycleState, NodeInfo, PodInfo, Status
+from scheduler.schedule_one import SchedulerCore
+from tests.builders import make_node, make_pod
+from tests.unit.fakes import RecordingBinder, RecordingRecorder
+
+
+class Fragile:
+    """Raises at the extension point named in its args, for pods named "bad" only."""
+
+    name = "Fragile"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        if args.get("at") not in ("filter", "score"):
+            raise ValueError(f"at: expected 'filter' or 'score', got {args.get('at')!r}")
+        self.at = args["at"]
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if self.at == "filter" and pod.name == "bad":
+            raise RuntimeError("boom in filter")
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        if self.at == "score" and pod.name == "bad":
+            raise KeyError("boom in score")
+        return 0
+
+
+@pytest.fixture(autouse=True)
+def plugin_module() -> Iterator[None]:
+    mod = types.ModuleType("fragile_plugin")
+    mod.Fragile = Fragile  # type: ignore[attr-defined]
+    sys.modules["fragile_plugin"] = mod
+    yield
+    del sys.modules["fragile_plugin"]
+
+
+def _config(at: str) -> dict[str, Any]:
+    return {
+        "pluginModules": {"Fragile": "fragile_plugin:Fragile"},
+        "profiles": [
+            {
+                "plugins": {"multiPoint": {"enabled": [{"name": "Fragile"}]}},
+                "pluginConfig": [{"name": "Fragile", "args": {"at": at}}],
+            }
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("at", "message"),
+    [
+        pytest.param(
+            "filter", "Filter plugin Fragile raised RuntimeError: boom in filter", id="in Filter"
+        ),
+        pytest.param(
+            "score", "running Score plugin Fragile: KeyError: 'boom in score'", id="in Score"
+        ),
+    ],
+)
+def test_a_plugin_that_raises_gives_that_pod_an_error_and_the_scheduler_goes_on(
+    at: str, message: str
+) -> None:
+    cfg = parse_config(_config(at), "sched.yaml")
+    recorder = RecordingRecorder()
+    core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), recorder, rng=random.Random(0))
+    core.on_node_add(make_node("n1").record())
+    core.on_node_add(make_node("n2").record())  # two nodes: Score runs
+    core.on_pod_add(make_pod("bad").req(cpu="1").priority(10).info())
+    core.on_pod_add(make_pod("good").req(cpu="1").info())
+    bad = core.schedule_one()
+    assert bad is not None and bad.outcome == "error" and bad.pod.name == "bad"
+    assert message in bad.message
+    (failed,) = recorder.failed_calls
+    assert failed.reason == "SchedulerError" and "Fragile" in failed.message
+    good = core.schedule_one()
+    assert good is not None and good.outcome == "assumed"
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "problem"),
+    [
+        pytest.param(
+            {**_config("filter"), "pluginModules": {"Fragile": "fragile_plugin"}},
+            "pluginModules",
+            "expected 'module:Class'",
+            id="not module:Class",
+        ),
+        pytest.param(
+            {**_config("filter"), "pluginModules": {"Fragile": "no_such_module:X"}},
+            "pluginModules",
+            "cannot import 'no_such_module'",
+            id="a module that is not there",
+        ),
+        pytest.param(
+            {**_config("filter"), "pluginModules": {"NodeAffinity": "fragile_plugin:Fragile"}},
+            "pluginModules",
+            "in-tree plugin",
+            id="an in-tree name",
+        ),
+        pytest.param(
+            _config("nowhere"), "profiles[0].pluginConfig[0].args", "at: expected", id="bad args"
+        ),
+    ],
+)
+def test_configuration_errors_name_the_file_and_the_field(
+    raw: Any, field: str, problem: str
+) -> None:
+    with pytest.raises(ConfigError) as e:
+        parse_config(raw, "sched.yaml")
+    assert "sched.yaml" in str(e.value) and field in str(e.value) and problem in str(e.value)
+
+
+def test_an_out_of_tree_plugin_is_off_until_enabled() -> None:
+    raw = _config("filter")
+    raw["profiles"][0]["plugins"] = {}
+    raw["profiles"][0]["pluginConfig"] = []
+    cfg = parse_config(raw, "sched.yaml")
+    assert cfg.out_of_tree == () and "Fragile" not in cfg.filters

@@ -86,6 +86,9 @@ class DefaultPreemptionArgs:
     min_candidate_nodes_percentage: int = 10
     min_candidate_nodes_absolute: int = 100
     victim_scheduler_names: tuple[str, ...] = ()  # empty: any scheduler's pods
+    # "BestEffort" (upstream: PDBs only rank candidates) or "Strict" (ours: a candidate
+    # whose victims would violate a PDB is never chosen).
+    pdb_policy: str = "BestEffort"
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,6 +478,7 @@ def _preemption_args(r: _Reader, raw: Any, path: str) -> DefaultPreemptionArgs:
             "minCandidateNodesPercentage",
             "minCandidateNodesAbsolute",
             "victimSchedulerNames",
+            "pdbPolicy",
         },
     )
     pct = r.integer(
@@ -490,10 +494,14 @@ def _preemption_args(r: _Reader, raw: Any, path: str) -> DefaultPreemptionArgs:
     victims = a.get("victimSchedulerNames") or []
     if not isinstance(victims, list):
         raise r.fail(f"{path}.victimSchedulerNames", "expected a list of scheduler names")
+    policy = r.string(a.get("pdbPolicy", "BestEffort"), f"{path}.pdbPolicy")
+    if policy not in ("BestEffort", "Strict"):
+        raise r.fail(f"{path}.pdbPolicy", f"expected BestEffort or Strict, got {policy!r}")
     return DefaultPreemptionArgs(
         pct,
         absolute,
         tuple(r.string(v, f"{path}.victimSchedulerNames[{i}]") for i, v in enumerate(victims)),
+        policy,
     )
 
 

@@ -543,6 +543,16 @@ class Evaluator:
             msg = fit_error_message(all_nodes, node_statuses, absent_reason=MSG_NOT_HELPFUL)
             return replace(seen, result=PostFilterResult(""), status=Status.unschedulable(msg))
         filtered = list(candidates)
+        if self.args.pdb_policy == "Strict":
+            # Ours (kubernetes/kubernetes#91492): PDBs are a hard limit, not a preference.
+            allowed = [c for c in filtered if c.num_pdb_violations == 0]
+            if not allowed:
+                blocked = dict(node_statuses)
+                for c in filtered:
+                    blocked[c.node_name] = Status.unschedulable(MSG_PDB_STRICT)
+                msg = fit_error_message(all_nodes, blocked, absent_reason=MSG_NOT_HELPFUL)
+                return replace(seen, result=PostFilterResult(""), status=Status.unschedulable(msg))
+            filtered = allowed
         for f in self.candidate_filters:
             filtered = f(pod, filtered)
             if not filtered:
@@ -599,6 +609,9 @@ class Evaluator:
             for p in nom.nominated_pods_for_node(node_name)
             if p.priority < pod.priority and p.key != pod.key
         ]
+
+
+MSG_PDB_STRICT = "preemption would violate a PodDisruptionBudget (pdbPolicy: Strict)"
 
 
 def fit_error_message(

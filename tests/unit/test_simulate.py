@@ -846,3 +846,32 @@ def test_what_if_on_an_unknown_node_is_an_input_error(sim: Any) -> None:
     r = sim(node("n1"), args=("--drain", "nope"))
     assert r.code == 2 and r.out == ""
     assert "--drain nope: no node of that name in the input" in r.err
+
+
+def test_strict_pdb_policy_in_simulate(sim: Any, tmp_path: Path) -> None:
+    cfg = tmp_path / "strict.yaml"
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "profiles": [
+                    {
+                        "pluginConfig": [
+                            {"name": "DefaultPreemption", "args": {"pdbPolicy": "Strict"}}
+                        ]
+                    }
+                ]
+            }
+        )
+    )
+    objs = (
+        node("n1", cpu="1"),
+        bound("db-0", "n1", labels={"app": "db"}),
+        _pdb("db", "db", 0),
+        pending("high", priority=1000).obj(),
+    )
+    strict = sim(*objs, args=("--config", str(cfg)))
+    assert strict.code == 0, strict.err
+    assert strict.json["evicted"] == [] and strict.json["placements"]["default/high"] is None
+    assert "pdbPolicy: Strict" in strict.json["decisions"][-1]["message"]
+    best_effort = sim(*objs)
+    assert best_effort.json["evicted"] == ["default/db-0"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -360,3 +361,69 @@ def test_candidate_type_is_shared() -> None:
     last = plugin.evaluator.last_candidate
     assert isinstance(last, Candidate)
     assert (last.node_name, [v.name for v in last.victims]) == ("node1", ["p1"])
+
+
+# --------------------------------------------------------------------------- pdbPolicy: Strict
+
+
+def _strict_core(policy: str) -> Any:
+    import random
+
+    from scheduler.clock import FakeClock
+    from scheduler.config import DefaultPreemptionArgs, SchedulerConfig
+    from scheduler.schedule_one import SchedulerCore
+    from scheduler.types import pdb_from_dict
+    from tests.builders import make_node, make_pod
+    from tests.unit.fakes import RecordingActions, RecordingBinder, RecordingRecorder
+
+    cfg = SchedulerConfig(preemption=DefaultPreemptionArgs(pdb_policy=policy))
+    core = SchedulerCore(
+        cfg,
+        FakeClock(),
+        RecordingBinder(),
+        RecordingRecorder(),
+        RecordingActions(),
+        rng=random.Random(0),
+    )
+    for n in ("n1", "n2"):
+        core.on_node_add(make_node(n).alloc(cpu="1", memory="4Gi", pods=10).record())
+        core.on_pod_add(make_pod(f"low-{n}").label("app", "db").req(cpu="1").node(n).info())
+    core.on_pdb_set(
+        pdb_from_dict(
+            {
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "db", "namespace": "default"},
+                "spec": {"minAvailable": 2, "selector": {"matchLabels": {"app": "db"}}},
+                "status": {"disruptionsAllowed": 0},
+            }
+        )
+    )
+    core.on_pod_add(make_pod("high").req(cpu="1").priority(1000).info())
+    return core
+
+
+def test_strict_pdb_policy_never_picks_a_candidate_that_violates_a_pdb() -> None:
+    # BestEffort (upstream): PDBs only rank candidates, so a protected pod is preempted.
+    best_effort = _strict_core("BestEffort").schedule_one()
+    assert best_effort.outcome == "preempting"
+    # Strict: every candidate would violate the PDB: no preemption, and the message says so.
+    strict = _strict_core("Strict").schedule_one()
+    assert strict.outcome == "unschedulable" and not strict.victims
+    assert strict.message.endswith(
+        "preemption: 0/2 nodes are available: 2 preemption would violate a "
+        "PodDisruptionBudget (pdbPolicy: Strict)."
+    ), strict.message
+
+
+def test_pdb_policy_is_validated() -> None:
+    from scheduler.config import ConfigError, parse_config
+
+    raw = {
+        "profiles": [
+            {"pluginConfig": [{"name": "DefaultPreemption", "args": {"pdbPolicy": "Sometimes"}}]}
+        ]
+    }
+    with pytest.raises(ConfigError, match=r"pluginConfig\[0\]\.args\.pdbPolicy"):
+        parse_config(raw, "s.yaml")
+    raw["profiles"][0]["pluginConfig"][0]["args"]["pdbPolicy"] = "Strict"
+    assert parse_config(raw, "s.yaml").preemption.pdb_policy == "Strict"

@@ -87,7 +87,11 @@ def _parser() -> argparse.ArgumentParser:
     exp = sub.add_parser(
         "explain", help="why a pod is pending, or why it is where it is (live, read-only)"
     )
-    exp.add_argument("pod", metavar="NAMESPACE/POD")
+    exp.add_argument(
+        "pod",
+        metavar="[NAMESPACE/]POD",
+        help="without a namespace: the kubeconfig context's namespace, as kubectl",
+    )
     exp.add_argument("--kubeconfig")
     exp.add_argument("--config", help="KubeSchedulerConfiguration file")
     exp.add_argument("-o", "--output", choices=("json", "text"), default="text")
@@ -133,6 +137,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
     from scheduler.errors import ApiCallError
     from scheduler.explain import ExplainError, explain
+    from scheduler.kube.client import context_namespace
     from scheduler.kube.live import list_cluster
 
     try:
@@ -152,7 +157,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
         return objects.get(kind, [])
 
     try:
-        result = explain(args.pod, lister, config)
+        result = explain(args.pod, lister, config, default_namespace=context_namespace(kubeconfig))
     except ExplainError as e:
         print(f"py-scheduler explain: {e}", file=sys.stderr)
         return 2

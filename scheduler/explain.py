@@ -130,12 +130,17 @@ class Victim:
     pod: str
     priority: int
     pdbs: tuple[tuple[str, int], ...]  # (PDB key, its disruptionsAllowed) covering the pod
+    scheduler: str = ""  # the victim's spec.schedulerName
+    # The PDBs this eviction would violate: their allowance is spent by earlier victims.
+    violated_pdbs: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "pod": self.pod,
             "priority": self.priority,
+            "schedulerName": self.scheduler,
             "pdbs": [{"name": k, "disruptionsAllowed": n} for k, n in self.pdbs],
+            "violates": list(self.violated_pdbs),
         }
 
 
@@ -174,11 +179,15 @@ class Preemption:
     others: tuple[CandidateNode, ...] = ()
     # Nodes that are no candidate, with the reason (filter or dry-run verdict).
     not_candidates: tuple[tuple[str, str], ...] = ()
+    decided_by: str = ""  # the pickOneNodeForPreemption criterion that settled the choice
+    warnings: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
             "outcome": self.outcome,
             "message": self.message,
+            "decidedBy": self.decided_by or None,
+            "warnings": list(self.warnings),
             "node": self.chosen.node if self.chosen else None,
             "victims": [v.to_json() for v in self.chosen.victims] if self.chosen else [],
             "numPdbViolations": self.chosen.num_pdb_violations if self.chosen else 0,
@@ -254,10 +263,13 @@ class _ReadOnly:
 # ------------------------------------------------------------------------- loading
 
 
-def _parse_ref(ref: str) -> tuple[str, str]:
+def _parse_ref(ref: str, default_namespace: str = "default") -> tuple[str, str]:
+    """NAMESPACE/POD, or POD in ``default_namespace`` (kubectl's context namespace)."""
+    if "/" not in ref and ref:
+        return default_namespace, ref
     ns, sep, name = ref.partition("/")
     if not sep or not ns or not name or "/" in name:
-        raise ExplainError(f"expected NAMESPACE/POD, got {ref!r}")
+        raise ExplainError(f"expected [NAMESPACE/]POD, got {ref!r}")
     return ns, name
 
 
@@ -331,10 +343,12 @@ def _load(
 # ------------------------------------------------------------------------- explain
 
 
-def explain(ref: str, lister: Lister, config: SchedulerConfig) -> Explanation:
+def explain(
+    ref: str, lister: Lister, config: SchedulerConfig, *, default_namespace: str = "default"
+) -> Explanation:
     """Explain pod ``ref`` ("namespace/name") in the cluster ``lister`` shows.
     Raises ExplainError for a bad name or a missing pod."""
-    ns, name = _parse_ref(ref)
+    ns, name = _parse_ref(ref, default_namespace)
     key = f"{ns}/{name}"
     objects = {kind: lister(kind) for kind in LIST_KINDS}
     raw = next((o for o in objects["pods"] if _key_of(o) == key), None)
@@ -557,18 +571,49 @@ def _describe(
             reason = "not evaluated: the dry run stopped once it had enough candidates"
         not_candidates.append((name, reason))
     not_candidates.sort()
-    return Preemption(outcome, message, chosen, others, tuple(not_candidates))
+    decided_by = steps[-1].criterion if best is not None and steps else ""
+    warnings = []
+    if chosen is not None:
+        ours = core.config.scheduler_name
+        for v in chosen.victims:
+            if v.scheduler and v.scheduler != ours:
+                warnings.append(
+                    f"victim {v.pod} belongs to scheduler {v.scheduler}; DefaultPreemption's "
+                    "victimSchedulerNames limits victims to the schedulers it names"
+                )
+    return Preemption(
+        outcome,
+        message,
+        chosen,
+        others,
+        tuple(not_candidates),
+        decided_by,
+        tuple(warnings),
+    )
 
 
 def _victims_of(c: Candidate, pdbs: Sequence[PDBInfo]) -> tuple[Victim, ...]:
-    return tuple(
-        Victim(
-            v.key,
-            v.priority,
-            tuple((p.key, p.disruptions_allowed) for p in pdbs if pdb_matches(p, v)),
+    """The candidate's victims with their PDBs; a PDB counts as violated by the victims past
+    its allowance, in victim order (as upstream's filterPodsWithPDBViolation counts)."""
+    left = {p.key: p.disruptions_allowed for p in pdbs}
+    out = []
+    for v in c.victims:
+        covering = [p for p in pdbs if pdb_matches(p, v)]
+        violated = []
+        for p in covering:
+            left[p.key] -= 1
+            if left[p.key] < 0:
+                violated.append(p.key)
+        out.append(
+            Victim(
+                v.key,
+                v.priority,
+                tuple((p.key, p.disruptions_allowed) for p in covering),
+                v.scheduler_name,
+                tuple(violated),
+            )
         )
-        for v in c.victims
-    )
+    return tuple(out)
 
 
 def _rfc3339(t: float) -> str:
@@ -590,7 +635,8 @@ def _victims_text(vs: Sequence[Victim]) -> str:
     parts = []
     for v in vs:
         pdb = "".join(f", PDB {k} allows {n}" for k, n in v.pdbs)
-        parts.append(f"{v.pod} (priority {v.priority}{pdb})")
+        violates = "".join(f", would violate PDB {k}" for k in v.violated_pdbs)
+        parts.append(f"{v.pod} (priority {v.priority}{pdb}{violates})")
     return ", ".join(parts)
 
 
@@ -637,13 +683,39 @@ def _text(e: Explanation) -> str:
             lines.append(f"  node {p.chosen.node}; victims: {_victims_text(p.chosen.victims)}")
             if p.chosen.num_pdb_violations:
                 lines.append(f"  PDB violations: {p.chosen.num_pdb_violations}")
-        if p.others:
-            rows = [("CANDIDATE", "LOST AT", "PDB VIOLATIONS", "VICTIMS")]
+            if p.decided_by:
+                lines.append(f"  decided by: {p.decided_by}")
+        for w in p.warnings:
+            lines.append(f"  warning: {w}")
+        ranked = ([p.chosen] if p.chosen is not None else []) + list(p.others)
+        if ranked:
+            # pickOneNodeForPreemption's criteria, in the order upstream applies them.
+            rows = [
+                (
+                    "CANDIDATE",
+                    "PDB VIOLATIONS",
+                    "HIGHEST VICTIM PRIORITY",
+                    "PRIORITY SUM",
+                    "VICTIMS",
+                    "EARLIEST START (HIGHEST)",
+                    "LOST AT",
+                )
+            ]
             rows += [
-                (c.node, c.lost_at, str(c.num_pdb_violations), _victims_text(c.victims))
-                for c in p.others
+                (
+                    c.node,
+                    str(c.num_pdb_violations),
+                    str(c.highest_victim_priority),
+                    str(c.victim_priority_sum),
+                    str(len(c.victims)),
+                    c.earliest_start_of_highest,
+                    c.lost_at or "(chosen)",
+                )
+                for c in ranked
             ]
             lines += _table(rows)
+            for c in ranked:
+                lines.append(f"  {c.node} victims: {_victims_text(c.victims)}")
         if p.not_candidates:
             rows = [("NODE", "NOT A CANDIDATE BECAUSE")]
             rows += [(n, r) for n, r in p.not_candidates]

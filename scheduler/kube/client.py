@@ -39,7 +39,7 @@ from kubernetes.aio import config as aio_config
 from scheduler.decode import loads_json
 from scheduler.kube.errors import ApiError, Unreachable, error_for_status
 
-__all__ = ["KubeClient", "TokenBucket", "load_configuration", "loads_json"]
+__all__ = ["KubeClient", "TokenBucket", "context_namespace", "load_configuration", "loads_json"]
 
 try:
     import orjson
@@ -96,6 +96,38 @@ async def load_configuration(kubeconfig: str | None) -> aio_client.Configuration
         raise ApiError(f"cannot load Kubernetes client configuration from {where}: {e}") from e
     cfg.retries = None  # our callers decide what to retry
     return cfg
+
+
+SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+
+def context_namespace(kubeconfig: str | None) -> str:
+    """The namespace kubectl would use: the current context's ``namespace`` of the
+    kubeconfig (``kubeconfig``, else the first file of $KUBECONFIG, else ~/.kube/config),
+    else the pod's own namespace in a cluster, else "default"."""
+    import os
+    from pathlib import Path
+
+    import yaml
+
+    candidates = [kubeconfig] if kubeconfig else []
+    candidates += [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    candidates.append(str(Path.home() / ".kube" / "config"))
+    for path in candidates:
+        try:
+            cfg = yaml.safe_load(Path(path).read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+        current = cfg.get("current-context")
+        for ctx in cfg.get("contexts") or []:
+            if isinstance(ctx, dict) and ctx.get("name") == current:
+                ns = (ctx.get("context") or {}).get("namespace")
+                return str(ns) if ns else "default"
+        return "default"
+    try:
+        return Path(SA_NAMESPACE).read_text().strip() or "default"
+    except OSError:
+        return "default"
 
 
 class TokenBucket:

@@ -148,3 +148,35 @@ def test_system_node_critical_pods_are_never_preempted_by_ordinary_pods(
     p = kit.pod("critical")
     assert p is not None and not p["metadata"].get("deletionTimestamp")
     assert kit.condition("critical", "DisruptionTarget") is None
+
+
+def test_strict_pdb_policy_leaves_a_protected_pod_alone_and_says_why(
+    kit: Kit,
+    spawn_scheduler,
+) -> None:
+    """DefaultPreemption ``pdbPolicy: Strict``: the only victim would violate its PDB, so
+    nothing is preempted and the FailedScheduling message says PDBs blocked it."""
+    name = f"strictpdb-{kit.ns}"
+    args = {"pdbPolicy": "Strict"}
+    spawn_scheduler(
+        name=name,
+        config={"profiles": [{"pluginConfig": [{"name": "DefaultPreemption", "args": args}]}]},
+    )
+    kit.nodes(1, cpu="1")
+    low = kit.priority_class(10)
+    kit.create("guarded", cpu="1", priority_class=low, scheduler=name, labels={"app": "guarded"})
+    kit.wait_bound("guarded")
+    kit.pdb("guard", {"app": "guarded"}, min_available=1)
+    kit.wait_pdb_allowed("guard", 0)
+    high = kit.priority_class(1000000)
+    kit.create("high", cpu="1", priority_class=high, scheduler=name)
+    cond = kit.wait_condition(
+        "high",
+        "PodScheduled",
+        lambda c: c.get("status") == "False" and "pdbPolicy: Strict" in c.get("message", ""),
+    )
+    assert "preemption would violate a PodDisruptionBudget" in cond["message"], cond["message"]
+    settle(3)
+    guarded = kit.pod("guarded")
+    assert guarded is not None and not guarded["metadata"].get("deletionTimestamp")
+    assert not kit.node_of("high")

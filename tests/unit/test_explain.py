@@ -61,10 +61,15 @@ def verdicts(e: Explanation) -> dict[str, tuple[bool, str, tuple[str, ...]]]:
 # ------------------------------------------------------------------------- names
 
 
-@pytest.mark.parametrize("ref", ["p", "default/", "/p", "a/b/c", ""])
+@pytest.mark.parametrize("ref", ["default/", "/p", "a/b/c", ""])
 def test_bad_names(ref: str) -> None:
-    with pytest.raises(ExplainError, match="expected NAMESPACE/POD"):
+    with pytest.raises(ExplainError, match=r"expected \[NAMESPACE/\]POD"):
         Cluster().explain(ref)
+
+
+def test_a_name_without_namespace_is_looked_up_in_the_default_namespace() -> None:
+    with pytest.raises(ExplainError, match=r"^pod default/p not found$"):
+        Cluster().explain("p")
 
 
 def test_missing_pod() -> None:
@@ -384,9 +389,12 @@ def test_json_output() -> None:
         {
             "pod": "default/a",
             "priority": 0,
+            "schedulerName": "py-scheduler",
             "pdbs": [{"name": "default/web", "disruptionsAllowed": 1}],
+            "violates": [],
         }
     ]
+    assert pre["decidedBy"] == "fewest PDB violations" and pre["warnings"] == []
     assert pre["candidates"][0]["node"] == "n2"
     assert pre["candidates"][0]["lostAt"] == "fewest PDB violations"
     assert pre["candidates"][0]["earliestStartOfHighestPriorityVictims"] == "2026-01-01T00:00:10Z"
@@ -412,10 +420,13 @@ def test_text_output() -> None:
     assert any(line.split()[:3] == ["n1", "Unschedulable", "NodeResourcesFit"] for line in lines)
     assert "PREEMPTION: would preempt" in lines
     assert "  node n1; victims: default/a (priority 0, PDB default/web allows 1)" in lines
+    assert "  decided by: fewest PDB violations" in lines
+    # The candidates ranked by pickOneNodeForPreemption's criteria, where each lost.
+    assert any(line.split()[:2] == ["n1", "0"] and line.endswith("(chosen)") for line in lines)
     assert any(
-        line.split()[:6] == ["n2", "fewest", "PDB", "violations", "1", "default/b"]
-        for line in lines
+        line.split()[:2] == ["n2", "1"] and line.endswith("fewest PDB violations") for line in lines
     )
+    assert any("would violate PDB" in line and "default/b" in line for line in lines)
     assert lines[-2] == "FailedScheduling message a cycle would record now:"
 
 

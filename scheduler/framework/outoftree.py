@@ -32,7 +32,16 @@ __all__ = ["ENTRY_POINT_GROUP", "PluginRaised", "discover", "guard", "instantiat
 
 ENTRY_POINT_GROUP = "py_scheduler.plugins"
 # The extension points a plugin may implement (method names), in the framework's order.
-_POINTS = ("pre_filter", "filter", "post_filter", "pre_score", "score", "normalize_scores")
+_POINTS = (
+    "pre_filter",
+    "filter",
+    "post_filter",
+    "pre_score",
+    "score",
+    "normalize_scores",
+    "is_eligible_victim",
+    "ordered_score_funcs",
+)
 _STATUS_POINTS = {"filter": "Filter", "pre_score": "PreScore"}
 
 
@@ -89,6 +98,8 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
         "pre_score": "PreScore",
         "score": "Score",
         "normalize_scores": "NormalizeScore",
+        "is_eligible_victim": "IsEligiblePod",
+        "ordered_score_funcs": "OrderedScoreFuncs",
     }[point]
 
     def error(e: BaseException) -> Status:

@@ -248,6 +248,14 @@ class Evaluator:
     actions: PreemptionActions | None = None
     rng: random.Random = field(default_factory=random.Random)
     candidate_filters: list[CandidateFilter] = field(default_factory=list)
+    # Plugins' preemption hooks (docs/plugins.md), as upstream's Evaluator interface:
+    # IsEligiblePod (victim, preemptor) -> may it be a victim; OrderedScoreFuncs
+    # (candidates) -> score functions of a node name, applied in order instead of
+    # pickOneNodeForPreemption's criteria (None: keep the criteria).
+    eligibility_hooks: list[Callable[[PodInfo, PodInfo], bool]] = field(default_factory=list)
+    ordering_hooks: list[Callable[[Sequence[Candidate]], Sequence[Callable[[str], int]] | None]] = (
+        field(default_factory=list)
+    )
     # The candidate chosen by the last successful ``preempt`` (for reports and `simulate`).
     last_candidate: Candidate | None = None
     # Victims this evaluator handed to the actions port, per preemptor key: (node, victim
@@ -269,7 +277,9 @@ class Evaluator:
         if victim.priority >= preemptor.priority:
             return False
         names = self.args.victim_scheduler_names
-        return not names or victim.scheduler_name in names
+        if names and victim.scheduler_name not in names:
+            return False
+        return all(hook(victim, preemptor) for hook in self.eligibility_hooks)
 
     def pod_eligible_to_preempt_others(
         self, pod: PodInfo, nominated_status: Status | None
@@ -393,6 +403,8 @@ class Evaluator:
             for p in node_info.pods.values()
             if p.priority < priority and (not names or p.scheduler_name in names)
         ]
+        if self.eligibility_hooks:
+            potential = [p for p in potential if self.is_victim_allowed(p, pod)]
         if not potential:
             return [], 0, Status.unresolvable(MSG_NO_VICTIMS)
         alloc = node_info.allocatable
@@ -558,7 +570,7 @@ class Evaluator:
             if not filtered:
                 msg = "no candidate node for preemption"
                 return replace(seen, candidates=(), status=Status.unschedulable(msg))
-        best = pick_one_node_for_preemption(filtered)
+        best = self._pick(filtered)
         if best is None:
             msg = "no candidate node for preemption"
             return replace(seen, candidates=tuple(filtered), status=Status.unschedulable(msg))
@@ -599,6 +611,23 @@ class Evaluator:
                 frozenset(v.key for v in best.victims),
             )
         return decision.result, decision.status
+
+    def _pick(self, candidates: list[Candidate]) -> Candidate | None:
+        """pickOneNodeForPreemption, or the first plugin's OrderedScoreFuncs: each function
+        keeps the candidates with the highest score; a tie goes to the first candidate."""
+        for hook in self.ordering_hooks:
+            funcs = hook(candidates)
+            if funcs is None:
+                continue
+            remaining = list(candidates)
+            for f in funcs:
+                scores = [f(c.node_name) for c in remaining]
+                top = max(scores, default=0)
+                remaining = [c for c, sc in zip(remaining, scores, strict=True) if sc == top]
+                if len(remaining) <= 1:
+                    break
+            return remaining[0] if remaining else None
+        return pick_one_node_for_preemption(candidates)
 
     def lower_priority_nominated_pods(self, pod: PodInfo, node_name: str) -> list[PodInfo]:
         nom = self.framework.nominator

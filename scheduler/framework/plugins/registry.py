@@ -70,6 +70,16 @@ def build_framework(
         nominator=nominator,
     )
     evaluator = Evaluator(fw, snapshot, config.preemption, pdbs, actions, rng)
+    for p in plugins:  # out-of-tree preemption hooks (docs/plugins.md)
+        name = str(getattr(p, "name", ""))
+        if name not in config.post_filters:
+            continue
+        hook = getattr(p, "is_eligible_victim", None)
+        if callable(hook):
+            evaluator.eligibility_hooks.append(hook)
+        order = getattr(p, "ordered_score_funcs", None)
+        if callable(order):
+            evaluator.ordering_hooks.append(order)
     if config.preemption_enabled:
         dp = DefaultPreemption(evaluator)
         fw.post_filter_plugins.append(dp)

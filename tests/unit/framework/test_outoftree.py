@@ -131,3 +131,53 @@ def test_an_out_of_tree_plugin_is_off_until_enabled() -> None:
     raw["profiles"][0]["pluginConfig"] = []
     cfg = parse_config(raw, "sched.yaml")
     assert cfg.out_of_tree == () and "Fragile" not in cfg.filters
+
+
+class PreferNode:
+    """OrderedScoreFuncs: candidates on the node named in args first."""
+
+    name = "PreferNode"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        self.node = str(args.get("node", ""))
+
+    def ordered_score_funcs(self, candidates: Any) -> list[Any]:
+        return [lambda node: 1 if node == self.node else 0]
+
+
+@pytest.mark.parametrize("prefer", ["n1", "n2"])
+def test_ordered_score_funcs_replace_pick_one_criteria(prefer: str) -> None:
+    mod = types.ModuleType("prefer_plugin")
+    mod.PreferNode = PreferNode  # type: ignore[attr-defined]
+    sys.modules["prefer_plugin"] = mod
+    try:
+        cfg = parse_config(
+            {
+                "pluginModules": {"PreferNode": "prefer_plugin:PreferNode"},
+                "profiles": [
+                    {
+                        "plugins": {"postFilter": {"enabled": [{"name": "PreferNode"}]}},
+                        "pluginConfig": [{"name": "PreferNode", "args": {"node": prefer}}],
+                    }
+                ],
+            },
+            "sched.yaml",
+        )
+    finally:
+        del sys.modules["prefer_plugin"]
+    from tests.unit.fakes import RecordingActions
+
+    core = SchedulerCore(
+        cfg,
+        FakeClock(),
+        RecordingBinder(),
+        RecordingRecorder(),
+        RecordingActions(),
+        rng=random.Random(0),
+    )
+    for n in ("n1", "n2"):
+        core.on_node_add(make_node(n).alloc(cpu="1", memory="1Gi", pods=10).record())
+        core.on_pod_add(make_pod(f"low-{n}").req(cpu="1").node(n).info())
+    core.on_pod_add(make_pod("high").req(cpu="1").priority(100).info())
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "preempting" and r.node == prefer

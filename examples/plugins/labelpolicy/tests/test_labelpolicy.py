@@ -9,14 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parent), str(HERE)]
 
-from labelpolicy import LabelPolicy
+from labelpolicy import LabelPolicy  # noqa: E402
+from objects import node, pod  # noqa: E402
 
-from scheduler.config import ConfigError, parse_config
-from scheduler.plugins import Code, CycleState
-from scheduler.types import NodeInfo
-from tests.builders import make_node, make_pod
+from scheduler.config import ConfigError, parse_config  # noqa: E402
+from scheduler.plugins import Code, CycleState, NodeInfo  # noqa: E402
+from scheduler.types import node_from_dict, pod_from_dict  # noqa: E402
 
 CONFIG = {
     "pluginModules": {"LabelPolicy": "labelpolicy:LabelPolicy"},
@@ -33,14 +34,14 @@ CONFIG = {
 
 def test_filter_and_score() -> None:
     p = LabelPolicy({"avoid": "maintenance=true", "prefer": "disk=ssd"})
-    busy = NodeInfo(make_node("a").label("maintenance", "true").record())
-    ssd = NodeInfo(make_node("b").label("disk", "ssd").record())
-    pod = make_pod("p").info()
-    assert p.filter(CycleState(), pod, busy).code == Code.UNSCHEDULABLE
-    assert p.filter(CycleState(), pod, ssd).is_success()
-    opted_in = make_pod("q").label("maintenance", "true").info()
+    busy = NodeInfo(node_from_dict(node("a", labels={"maintenance": "true"})))
+    ssd = NodeInfo(node_from_dict(node("b", labels={"disk": "ssd"})))
+    plain = pod_from_dict(pod("p"))
+    assert p.filter(CycleState(), plain, busy).code == Code.UNSCHEDULABLE
+    assert p.filter(CycleState(), plain, ssd).is_success()
+    opted_in = pod_from_dict(pod("q", labels={"maintenance": "true"}))
     assert p.filter(CycleState(), opted_in, busy).is_success()
-    assert (p.score(CycleState(), pod, ssd), p.score(CycleState(), pod, busy)) == (100, 0)
+    assert (p.score(CycleState(), plain, ssd), p.score(CycleState(), plain, busy)) == (100, 0)
 
 
 def test_configuration_loads_it_and_refuses_bad_args_naming_the_field() -> None:
@@ -64,23 +65,14 @@ def test_simulate_places_pods_by_the_plugin(
 
     (tmp_path / "sched.yaml").write_text(yaml.safe_dump(CONFIG))
     objs = [
-        make_node("busy").label("maintenance", "true").alloc(cpu="4", memory="8Gi", pods=10).obj(),
-        make_node("plain").alloc(cpu="4", memory="8Gi", pods=10).obj(),
-        make_node("fast").label("disk", "ssd").alloc(cpu="4", memory="8Gi", pods=10).obj(),
-        make_pod("p").req(cpu="1").obj(),
+        node("busy", cpu="4", labels={"maintenance": "true"}),
+        node("plain", cpu="4"),
+        node("fast", cpu="4", labels={"disk": "ssd"}),
+        pod("p"),
     ]
     (tmp_path / "dump.yaml").write_text(yaml.safe_dump_all(objs))
-    code = main(
-        [
-            "simulate",
-            "-f",
-            str(tmp_path / "dump.yaml"),
-            "--config",
-            str(tmp_path / "sched.yaml"),
-            "-o",
-            "json",
-        ]
-    )
+    argv = ["simulate", "-f", str(tmp_path / "dump.yaml"), "--config", str(tmp_path / "sched.yaml")]
+    code = main([*argv, "-o", "json"])
     out = capsys.readouterr()
     assert code == 0, out.err
     assert '"default/p": "fast"' in out.out

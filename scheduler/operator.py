@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from pathlib import Path
 from typing import Any
 
 import kopf
@@ -49,9 +50,32 @@ def build_registry(kubeconfig: str | None) -> kopf.OperatorRegistry:
     async def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
         if kubeconfig:
             return kopf.login_with_kubeconfig(**kwargs)
-        return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+        return _in_cluster_login() or kopf.login_with_kubeconfig(**kwargs)
 
     return registry
+
+
+SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def _in_cluster_login() -> kopf.ConnectionInfo | None:
+    """In a pod: the API server from KUBERNETES_SERVICE_HOST/PORT, as the official client's
+    in-cluster config reads it (kopf's own service-account login asks DNS for
+    kubernetes.default.svc, which a cluster without cluster DNS does not answer)."""
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT")
+    token = SA_DIR / "token"
+    if not host or not port or not token.exists():
+        return None
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    namespace = SA_DIR / "namespace"
+    return kopf.ConnectionInfo(
+        server=f"https://{host}:{port}",
+        ca_path=str(SA_DIR / "ca.crt"),
+        token=token.read_text().strip(),
+        default_namespace=namespace.read_text().strip() if namespace.exists() else None,
+    )
 
 
 async def run_operator(

@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# Upstream's buckets: exponential from 1 ms by 2 (15) for the algorithm and the SLI,
+# from 0.1 ms by 2 (12) for extension points, from 0.01 ms by 1.5 (20) for plugins.
+_ALGO_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+_EXT_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
+_PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
+_SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 
 __all__ = ["Metrics"]
 
@@ -11,6 +20,41 @@ class Metrics:
     def __init__(self, profile: str) -> None:
         self.profile = profile
         r = self.registry = CollectorRegistry()
+        self._unschedulable_seen: set[str] = set()
+        self.algorithm_seconds = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds (filter, score and preemption's decision).",
+            buckets=_ALGO_BUCKETS,
+            registry=r,
+        )
+        self.extension_point_seconds = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency of running all plugins of one extension point, in seconds.",
+            ["extension_point", "status", "profile"],
+            buckets=_EXT_BUCKETS,
+            registry=r,
+        )
+        self.plugin_seconds = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration of one plugin at one extension point, in seconds (sampled cycles).",
+            ["plugin", "extension_point", "status"],
+            buckets=_PLUGIN_BUCKETS,
+            registry=r,
+        )
+        self.sli_seconds = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "Pod scheduling latency from the first time it entered the queue to bound, "
+            "in seconds, by the number of attempts.",
+            ["attempts"],
+            buckets=_SLI_BUCKETS,
+            registry=r,
+        )
+        self.unschedulable_pods = Gauge(
+            "scheduler_unschedulable_pods",
+            "Pods waiting in the unschedulable map, by the plugin that rejected them.",
+            ["plugin", "profile"],
+            registry=r,
+        )
         self.schedule_attempts = Counter(
             "scheduler_schedule_attempts_total",
             "Number of attempts to schedule pods, by the result.",
@@ -88,3 +132,26 @@ class Metrics:
             "Pods placed on nodes in the scheduler cache.",
             registry=r,
         )
+
+    # ------------------------------------------------------------------ the cycle observer
+    # (scheduler.schedule_one.CycleObserver): upstream's per-cycle metrics.
+
+    def algorithm_duration(self, seconds: float) -> None:
+        self.algorithm_seconds.observe(seconds)
+
+    def extension_point(self, point: str, status: str, seconds: float) -> None:
+        self.extension_point_seconds.labels(point, status, self.profile).observe(seconds)
+
+    def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None:
+        self.plugin_seconds.labels(plugin, point, status).observe(seconds)
+
+    def pod_scheduled(self, attempts: int, sli_seconds: float) -> None:
+        self.sli_seconds.labels(str(attempts)).observe(sli_seconds)
+
+    def set_unschedulable(self, per_plugin: Mapping[str, int]) -> None:
+        """Pods waiting in the unschedulable map, by the plugin that rejected them."""
+        for plugin in set(self._unschedulable_seen) - set(per_plugin):
+            self.unschedulable_pods.labels(plugin, self.profile).set(0)
+        for plugin, n in per_plugin.items():
+            self.unschedulable_pods.labels(plugin, self.profile).set(n)
+        self._unschedulable_seen = set(per_plugin)

@@ -28,6 +28,7 @@ forces that path (the equivalence tests compare the two).
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -91,6 +92,25 @@ class Recorder(Protocol):
     ) -> None:
         """``nominated_node``: None leaves the pod's nomination as it is; "" clears it."""
         ...
+
+
+class CycleObserver(Protocol):
+    """Where a cycle's timings go (the live scheduler's Prometheus metrics; nothing in
+    ``simulate``). Upstream's names: scheduling_algorithm_duration, framework
+    extension_point_duration, plugin_execution_duration (sampled cycles only) and
+    pod_scheduling_sli_duration."""
+
+    def algorithm_duration(self, seconds: float) -> None: ...
+
+    def extension_point(self, point: str, status: str, seconds: float) -> None: ...
+
+    def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
+
+    def pod_scheduled(self, attempts: int, sli_seconds: float) -> None: ...
+
+
+# Upstream's pluginMetricsSamplePercent: plugin durations are recorded in 10% of cycles.
+PLUGIN_METRICS_SAMPLE_PERCENT = 10
 
 
 class BindOutcome:
@@ -175,6 +195,7 @@ class SchedulerCore:
     on_ready: Callable[[], None] | None = None
     on_incoming: Callable[[str, str], None] | None = None
     vectorized: bool = True  # False: the node-by-node Filter/Score and dry run (same results)
+    observer: CycleObserver | None = None
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -204,6 +225,9 @@ class SchedulerCore:
         self.queue.pre_enqueue = (lambda pod: _first_rejection(gates, pod)) if gates else None
         self.evaluator.fast_dry_run = self.vectorized
         self.next_start_node_index = 0
+        # Which cycles record plugin durations: its own generator, so that metrics never
+        # change the decisions' random draws (ties, offsets).
+        self._sampler = random.Random()
         self._binding: dict[str, _Binding] = {}
 
     # ================================================================== cluster events
@@ -341,11 +365,18 @@ class SchedulerCore:
             return CycleResult(pod, "skipped")
         self.cache.update_snapshot(self.snapshot)
         state = CycleState()
+        obs = self.observer
+        if obs is not None and self._sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT:
+            state.plugin_timer = obs.plugin_execution
+        started = time.perf_counter()
         try:
             try:
                 host, evaluated, feasible = self._schedule_pod(state, pod)
             except PluginRaised as e:
                 raise _CycleError(str(e)) from e
+            finally:
+                if obs is not None:
+                    obs.algorithm_duration(time.perf_counter() - started)
         except _FitError as fe:
             try:
                 return self._handle_fit_error(qpi, state, fe.diagnosis)
@@ -382,22 +413,38 @@ class SchedulerCore:
         n = self.snapshot.num_nodes()
         if n == 0:
             raise _NoNodesError(ERR_NO_NODES)
+        obs = self.observer
+        t0 = time.perf_counter()
         feasible, rows, diagnosis = self._find_feasible(state, pod)
+        if obs is not None:  # PreFilter and Filter together (their split is not kept)
+            obs.extension_point(
+                "Filter", "Success" if feasible else "Unschedulable", time.perf_counter() - t0
+            )
         if not feasible:
             raise _FitError(diagnosis)
         evaluated = len(diagnosis.node_to_status) + len(feasible)
         if len(feasible) == 1:
             return feasible[0].name, evaluated, 1
         fw = self.framework
+        t0 = time.perf_counter()
         st = fw.run_pre_score(state, pod, feasible, self.snapshot)
+        if obs is not None:
+            obs.extension_point(
+                "PreScore", "Success" if st.is_success() else "Error", time.perf_counter() - t0
+            )
         if not st.is_success():
             raise _CycleError(f"running PreScore plugin {st.plugin}: {st.message()}")
+        t0 = time.perf_counter()
+        host = ""
         if rows is not None:
             totals = fw.run_score_batch(state, pod, self.snapshot, rows)
             if totals is not None:
-                return self._select_host_batch(feasible, totals), evaluated, len(feasible)
-        scores = fw.run_score(state, pod, feasible)
-        return self._select_host(scores), evaluated, len(feasible)
+                host = self._select_host_batch(feasible, totals)
+        if not host:
+            host = self._select_host(fw.run_score(state, pod, feasible))
+        if obs is not None:
+            obs.extension_point("Score", "Success", time.perf_counter() - t0)
+        return host, evaluated, len(feasible)
 
     def _select_host(self, scores: list[NodeScore]) -> str:
         best = ""
@@ -611,7 +658,11 @@ class SchedulerCore:
         outcome = "unschedulable"
         victims: tuple[PodInfo, ...] = ()
         if fw.post_filter_plugins:
+            t0 = time.perf_counter()
             result, st = fw.run_post_filter(state, pod, diagnosis.node_to_status)
+            if self.observer is not None:
+                status = "Success" if st.is_success() else "Unschedulable"
+                self.observer.extension_point("PostFilter", status, time.perf_counter() - t0)
             # Upstream records the PostFilter message whatever its code, success included.
             diagnosis.post_filter_msg = st.message()
             nominating = None if result is None else result.nominated_node_name
@@ -658,6 +709,10 @@ class SchedulerCore:
         pod = b.qpi.pod
         if outcome == BindOutcome.OK:
             self.cache.finish_binding(key)
+            if self.observer is not None:
+                self.observer.pod_scheduled(
+                    b.qpi.attempts, max(0.0, self.clock.now() - b.qpi.enqueued_at)
+                )
             self.recorder.scheduled(pod, b.node)
             return
         self._unwind_binding(b, outcome, message)

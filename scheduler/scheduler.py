@@ -77,6 +77,7 @@ class Scheduler:
             on_ready=self._wake.set,
             on_incoming=lambda q, ev: self.metrics.queue_incoming.labels(q, ev).inc(),
             namespace_labels=lambda ns: labels.get(ns, {}),
+            observer=self.metrics,
         )
 
     # ================================================================== state
@@ -160,6 +161,7 @@ class Scheduler:
             for q, n in self.core.queue.counts().items():
                 if q != "in_flight":
                     self.metrics.pending_pods.labels(q).set(n)
+            self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin())
             self.metrics.cache_pods.set(self.core.cache.pod_count())
 
     def _observe(self, result: CycleResult, seconds: float) -> None:

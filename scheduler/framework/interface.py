@@ -9,7 +9,7 @@ ones it needs and the Framework (runtime.py) discovers them with ``isinstance``.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -103,12 +103,15 @@ class CycleState:
     """Per-cycle scratch space shared by a cycle's plugins. ``clone`` is shallow per key, as
     each stored value is responsible for its own ``clone()`` when it is mutable."""
 
-    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "plugin_timer", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # Set on the cycles whose plugin durations are recorded (upstream samples 10%):
+        # (plugin, extension point, status, seconds).
+        self.plugin_timer: Callable[[str, str, str, float], None] | None = None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

@@ -20,6 +20,7 @@ It does not own the cycle (schedule_one.py) nor any state between cycles.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -142,8 +143,14 @@ class Framework:
         result: PreFilterResult | None = None
         with_nodes: list[str] = []
         rejected: Status | None = None
+        timer = state.plugin_timer
         for p in self.pre_filter_plugins:
-            r, st = p.pre_filter(state, pod, snapshot)
+            if timer is None:
+                r, st = p.pre_filter(state, pod, snapshot)
+            else:
+                t0 = time.perf_counter()
+                r, st = p.pre_filter(state, pod, snapshot)
+                timer(p.name, "PreFilter", _code_name(st), time.perf_counter() - t0)
             if st.is_skip():
                 state.skip_filter_plugins.add(p.name)
                 continue
@@ -339,8 +346,14 @@ class Framework:
     def run_pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status:
+        timer = state.plugin_timer
         for p in self.pre_score_plugins:
-            st = p.pre_score(state, pod, nodes, snapshot)
+            if timer is None:
+                st = p.pre_score(state, pod, nodes, snapshot)
+            else:
+                t0 = time.perf_counter()
+                st = p.pre_score(state, pod, nodes, snapshot)
+                timer(p.name, "PreScore", _code_name(st), time.perf_counter() - t0)
             if st.is_skip():
                 state.skip_score_plugins.add(p.name)
             elif not st.is_success():
@@ -357,8 +370,11 @@ class Framework:
             p = w.plugin
             if p.name in state.skip_score_plugins:
                 continue
+            t0 = time.perf_counter()
             scores = [p.score(state, pod, ni) for ni in nodes]
             p.normalize_scores(state, pod, scores)
+            if state.plugin_timer is not None:
+                state.plugin_timer(p.name, "Score", "Success", time.perf_counter() - t0)
             out.append(PluginScores(p.name, w.weight, tuple(scores)))
         return out
 
@@ -380,6 +396,7 @@ class Framework:
                 cached_scorer = (p, p if isinstance(p, BatchScorePlugin) else None)
                 self._batch_scorers[p.name] = cached_scorer
             bp = cached_scorer[1]
+            t0 = time.perf_counter()
             col = bp.score_batch(state, pod, snapshot, rows) if bp is not None else None
             if bp is not None and col is not None:
                 col = bp.normalize_scores_batch(state, pod, col)
@@ -393,6 +410,8 @@ class Framework:
                 ):
                     return None
                 col = np.array(scores, dtype=np.int64)
+            if state.plugin_timer is not None:
+                state.plugin_timer(p.name, "Score", "Success", time.perf_counter() - t0)
             if len(col) and int(np.abs(col).max()) * abs(w.weight) >= _SCORE_LIMIT:
                 return None
             totals += col * w.weight
@@ -407,3 +426,18 @@ class Framework:
             for i, s in enumerate(ps.scores):
                 totals[i] += s * ps.weight
         return [NodeScore(ni.name, totals[i]) for i, ni in enumerate(nodes)]
+
+
+_CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+}
+
+
+def _code_name(st: Status) -> str:
+    """A Status code as upstream's metrics label it."""
+    return _CODE_NAMES.get(st.code, str(st.code))

@@ -77,6 +77,7 @@ class QueuedPodInfo:
     pod: PodInfo
     timestamp: float  # enqueue time (activeQ order); the failure time once it failed
     initial_attempt_timestamp: float | None = None
+    enqueued_at: float = 0.0  # when the queue first saw the pod (the scheduling SLI's start)
     attempts: int = 0
     unschedulable_plugins: set[str] = field(default_factory=set)
     # The last attempt failed with an error (not a rejection): retry after backoff.
@@ -225,7 +226,10 @@ class PriorityQueue:
             self.update(pod)
             return
         qpi = QueuedPodInfo(
-            pod, self.clock.now() if timestamp is None else timestamp, seq=next(self._seq)
+            pod,
+            self.clock.now() if timestamp is None else timestamp,
+            seq=next(self._seq),
+            enqueued_at=self.clock.now(),
         )
         if self.gated_by(pod) is not None:
             self._push_gated(qpi, EVENT_POD_ADD)
@@ -420,6 +424,14 @@ class PriorityQueue:
             UNSCHEDULABLE_Q: [q.pod for q in self._unschedulable.values()],
             GATED_Q: [q.pod for q in self._gated.values()],
         }
+
+    def unschedulable_by_plugin(self) -> dict[str, int]:
+        """Pods of the unschedulable map per rejecting plugin (a pod counts for each). O(u)."""
+        out: dict[str, int] = {}
+        for q in self._unschedulable.values():
+            for plugin in q.unschedulable_plugins:
+                out[plugin] = out.get(plugin, 0) + 1
+        return out
 
     def counts(self) -> dict[str, int]:
         return {

@@ -464,3 +464,55 @@ def test_a_binding_outlasts_an_api_server_restart_and_gives_up_only_after_its_bu
         assert len(h2.binds()) == 1 and h2.core.cache.get_pod("default/q") is None
 
     _run(go())
+
+
+def test_upstream_cycle_metrics_are_recorded() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.core._sampler.seed(0)
+        reg = h.s.metrics.registry
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        h.event("nodes", "ADDED", make_node("n2").obj())
+        for i in range(12):  # enough cycles for a sampled one (10%)
+            h.event("pods", "ADDED", make_pod(f"p{i}").req(cpu="100m").obj())
+        h.event("pods", "ADDED", make_pod("big").req(cpu="64").obj())
+        while h.core.schedule_one() is not None:
+            pass
+        await h.drain()
+        h.s.metrics.set_unschedulable(h.core.queue.unschedulable_by_plugin())
+
+        def sample(name: str, **labels: str) -> float:
+            return reg.get_sample_value(name, labels) or 0.0
+
+        assert sample("scheduler_scheduling_algorithm_duration_seconds_count") == 13
+        prof = {"profile": "py-scheduler"}
+        assert (
+            sample(
+                "scheduler_framework_extension_point_duration_seconds_count",
+                extension_point="Score",
+                status="Success",
+                **prof,
+            )
+            == 12
+        )
+        assert (
+            sample(
+                "scheduler_framework_extension_point_duration_seconds_count",
+                extension_point="Filter",
+                status="Unschedulable",
+                **prof,
+            )
+            == 1
+        )
+        assert sample("scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 12
+        assert sample("scheduler_unschedulable_pods", plugin="NodeResourcesFit", **prof) == 1
+        sampled = [
+            s
+            for m in reg.collect()
+            if m.name == "scheduler_plugin_execution_duration_seconds"
+            for s in m.samples
+            if s.name.endswith("_count") and s.value
+        ]
+        assert sampled, "no sampled plugin durations in 13 cycles"
+
+    _run(go())

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 from scheduler.clock import RealClock
 from scheduler.config import SchedulerConfig
 from scheduler.decode import ObjectDecoder
-from scheduler.framework.interface import Code, CycleState, Status
+from scheduler.framework.interface import CODE_NAMES, Code, CycleState, Status
 from scheduler.framework.plugins.defaultpreemption import prefixed
 from scheduler.framework.preemption import (
     Candidate,
@@ -59,14 +59,6 @@ T = TypeVar("T")
 Lister = Callable[[str], list[dict[str, Any]]]
 # What explain LISTs, in load order (classes before the pods that name them).
 LIST_KINDS = ("priorityclasses", "namespaces", "nodes", "poddisruptionbudgets", "pods")
-CODE_NAMES = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-}
 
 
 class ExplainError(ValueError):

@@ -95,6 +95,16 @@ class Status:
         return Status(Code.ERROR, (message,), plugin)
 
 
+# Status codes as upstream prints them (metrics labels, explain's output).
+CODE_NAMES = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+}
+
 SUCCESS = Status()
 SKIP = Status(Code.SKIP)
 

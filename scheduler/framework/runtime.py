@@ -29,6 +29,7 @@ import numpy as np
 from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.framework.interface import (
+    CODE_NAMES,
     SUCCESS,
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -428,16 +429,6 @@ class Framework:
         return [NodeScore(ni.name, totals[i]) for i, ni in enumerate(nodes)]
 
 
-_CODE_NAMES = {
-    Code.SUCCESS: "Success",
-    Code.ERROR: "Error",
-    Code.UNSCHEDULABLE: "Unschedulable",
-    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
-    Code.WAIT: "Wait",
-    Code.SKIP: "Skip",
-}
-
-
 def _code_name(st: Status) -> str:
     """A Status code as upstream's metrics label it."""
-    return _CODE_NAMES.get(st.code, str(st.code))
+    return CODE_NAMES.get(st.code, str(st.code))

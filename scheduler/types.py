@@ -1,4 +1,5 @@
-"""Typed records for pods, nodes, PDBs and PriorityClasses, parsed from raw API dicts.
+"""Typed records for pods, nodes, PDBs, PriorityClasses and the selectors of Services and
+workload controllers, parsed from raw API dicts.
 
 This module is the boundary between the untyped world (kopf event bodies, YAML dumps) and
 the scheduling core. Everything above it sees frozen records: ``PodInfo``, ``NodeRecord``,
@@ -28,6 +29,7 @@ from scheduler.quantity import NANO, QuantityError, nanos_milli, nanos_value, pa
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
+    "SELECTOR_KINDS",
     "SYSTEM_CLUSTER_CRITICAL",
     "SYSTEM_NODE_CRITICAL",
     "HostPort",
@@ -42,6 +44,8 @@ __all__ = [
     "PodInfo",
     "PriorityClassInfo",
     "Resource",
+    "SelectorObject",
+    "ServiceInfo",
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
@@ -51,6 +55,8 @@ __all__ = [
     "pdb_from_dict",
     "pod_from_dict",
     "priority_class_from_dict",
+    "selector_object_from_dict",
+    "service_from_dict",
 ]
 
 Obj = Mapping[str, Any]
@@ -1009,6 +1015,106 @@ def pdb_from_dict(obj: Obj) -> PDBInfo:
         max_unavailable=_int_or_percent(spec.get("maxUnavailable"), "spec.maxUnavailable", who),
         has_status=has_status,
     )
+
+
+# --------------------------------------------------------------------------- selector objects
+# The kinds whose selectors make up the system default topology spreading selector
+# (upstream helper.DefaultSelector): Services, ReplicationControllers, ReplicaSets and
+# StatefulSets. Only their identity and selector are kept; nothing else is read.
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceInfo:
+    """A Service's ``spec.selector``. ``None`` (absent or empty: protobuf, which
+    kube-scheduler reads, cannot tell them apart) selects no pod, as upstream's
+    ``GetPodServices``."""
+
+    namespace: str
+    name: str
+    selector: tuple[tuple[str, str], ...] | None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        if self.selector is None:
+            return False
+        return all(labels.get(k) == v for k, v in self.selector)
+
+
+SELECTOR_KINDS = ("ReplicationController", "ReplicaSet", "StatefulSet")
+
+
+@dataclass(frozen=True, slots=True)
+class SelectorObject:
+    """A workload controller's ``spec.selector``: a ReplicationController's plain map
+    (``set_selector``) or a ReplicaSet's/StatefulSet's LabelSelector (``selector``;
+    ``None`` when absent)."""
+
+    kind: str  # one of SELECTOR_KINDS
+    namespace: str
+    name: str
+    selector: LabelSelector | None = None
+    set_selector: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _meta_identity(obj: Obj, kind: str) -> tuple[str, str, str]:
+    if not isinstance(obj, Mapping):
+        raise ParseError(kind, "<object>", f"expected a map, got {type(obj).__name__}")
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, Mapping):
+        raise ParseError(kind, "metadata", "expected a map")
+    ns = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    who = f"{kind} {ns}/{name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    return ns, name, who
+
+
+def _string_map(raw: Any, where: str, who: str) -> tuple[tuple[str, str], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, Mapping):
+        raise ParseError(who, where, f"expected a map of strings, got {raw!r}")
+    for k, v in raw.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise ParseError(who, f"{where}.{k}", f"expected a string, got {v!r}")
+    return tuple(sorted(raw.items()))
+
+
+def service_from_dict(obj: Obj) -> ServiceInfo:
+    """Parse a Service (only ``spec.selector`` is kept). Runtime complexity: O(selector)."""
+    ns, name, who = _meta_identity(obj, "Service")
+    spec = obj.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise ParseError(who, "spec", "expected a map")
+    sel = _string_map(spec.get("selector"), "spec.selector", who)
+    return ServiceInfo(ns, name, sel or None)
+
+
+def selector_object_from_dict(obj: Obj) -> SelectorObject:
+    """Parse a ReplicationController, ReplicaSet or StatefulSet (by ``kind``; only
+    ``spec.selector`` is kept). Runtime complexity: O(selector)."""
+    kind = obj.get("kind") if isinstance(obj, Mapping) else None
+    if kind not in SELECTOR_KINDS:
+        raise ParseError(
+            str(kind or "<object>"), "kind", f"expected one of {', '.join(SELECTOR_KINDS)}"
+        )
+    ns, name, who = _meta_identity(obj, kind)
+    spec = obj.get("spec") or {}
+    if not isinstance(spec, Mapping):
+        raise ParseError(who, "spec", "expected a map")
+    raw = spec.get("selector")
+    if kind == "ReplicationController":
+        return SelectorObject(kind, ns, name, set_selector=_string_map(raw, "spec.selector", who))
+    selector = _label_selector(raw, "spec.selector", who) if raw is not None else None
+    return SelectorObject(kind, ns, name, selector=selector)
 
 
 # --------------------------------------------------------------------------- NodeInfo

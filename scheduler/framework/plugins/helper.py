@@ -1,20 +1,29 @@
-"""Small helpers shared by plugins: score normalisation and node-selector matching."""
+"""Small helpers shared by plugins: score normalisation, node-selector matching and the
+system default spreading selector (upstream ``helper.DefaultSelector``)."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from scheduler.backend.cache.snapshot import Int64Array
 from scheduler.framework.interface import MAX_NODE_SCORE
-from scheduler.types import NodeSelectorRequirement, NodeSelectorTerm
+from scheduler.types import (
+    LabelSelector,
+    LabelSelectorRequirement,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    SelectorObject,
+    ServiceInfo,
+)
 
 __all__ = [
     "default_normalize_score",
     "default_normalize_score_batch",
+    "default_selector",
     "match_node_selector_terms",
     "match_requirement",
 ]
@@ -134,3 +143,43 @@ def match_node_selector_terms(
 ) -> bool:
     """Terms are ORed; requirements inside a term are ANDed."""
     return any(_match_term(t, labels, node_name) for t in terms)
+
+
+def default_selector(
+    namespace: str,
+    labels: Mapping[str, str],
+    controller: tuple[str, str] | None,
+    services: Iterable[ServiceInfo],
+    get_controller: Callable[[str, str, str], SelectorObject | None],
+) -> LabelSelector | None:
+    """The selector of system default topology spreading for a pod (upstream
+    ``helper.DefaultSelector``), or ``None`` when it is empty (no default constraint).
+
+    The selectors of the pod's namespace's Services that match its labels are merged as a
+    label set (a later Service wins a key; Services are taken in name order); then the
+    pod's controller (``controller`` = (kind, name) of the ownerReference with
+    ``controller: true``), looked up by ``get_controller(kind, namespace, name)``: a
+    ReplicationController's map is merged into the set, a ReplicaSet's or StatefulSet's
+    LabelSelector is added as requirements (ANDed, not merged). A controller that is not
+    (or no longer) known adds nothing, as upstream's lister miss. Runtime complexity:
+    O(services in the namespace + selector sizes)."""
+    merged: dict[str, str] = {}
+    for svc in sorted(services, key=lambda s: s.name):
+        if svc.namespace == namespace and svc.matches(labels):
+            merged.update(svc.selector or ())
+    extra: list[LabelSelectorRequirement] = []
+    if controller is not None:
+        kind, name = controller
+        obj = get_controller(kind, namespace, name)
+        if obj is not None and obj.kind == kind:
+            if kind == "ReplicationController":
+                merged.update(obj.set_selector)
+            elif obj.selector is not None:
+                extra.extend(
+                    LabelSelectorRequirement(k, "In", frozenset((v,)))
+                    for k, v in obj.selector.match_labels
+                )
+                extra.extend(obj.selector.match_expressions)
+    if not merged and not extra:
+        return None
+    return LabelSelector(tuple(sorted(merged.items())), tuple(extra))

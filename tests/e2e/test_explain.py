@@ -91,7 +91,22 @@ def test_pending_pod_that_would_preempt(kit: Kit, config: Path) -> None:
     pre = out["preemption"]
     assert pre["outcome"] == "would preempt"
     assert pre["node"] == a
-    assert pre["victims"] == [{"pod": f"{kit.ns}/low-1", "priority": 0, "pdbs": []}]
+    assert pre["victims"] == [
+        {
+            "pod": f"{kit.ns}/low-1",
+            "priority": 0,
+            "schedulerName": "py-scheduler",
+            "pdbs": [],
+            "violates": [],
+        }
+    ]
+    assert pre["decidedBy"] == "lowest highest-priority victim"
+    # The victims were placed under the shared py-scheduler profile, not this config's: the
+    # warning says so (victimSchedulerNames would keep them out).
+    assert pre["warnings"] == [
+        f"victim {kit.ns}/low-1 belongs to scheduler py-scheduler; DefaultPreemption's "
+        "victimSchedulerNames limits victims to the schedulers it names"
+    ]
     (cand,) = pre["candidates"]
     assert cand["node"] == b and cand["lostAt"] == "lowest highest-priority victim"
     assert cand["victims"][0]["pod"] == f"{kit.ns}/mid"
@@ -145,6 +160,10 @@ def test_missing_pod_and_bad_name_exit_2(kit: Kit, config: Path) -> None:
     missing = explain(kit, f"{kit.ns}/nope", config)
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr == f"py-scheduler explain: pod {kit.ns}/nope not found\n"
-    bad = explain(kit, "no-slash", config)
+    bad = explain(kit, "a/b/c", config)
     assert bad.returncode == 2 and bad.stdout == ""
-    assert "expected NAMESPACE/POD, got 'no-slash'" in bad.stderr
+    assert "expected [NAMESPACE/]POD, got 'a/b/c'" in bad.stderr
+    # Without a namespace: the kubeconfig context's (the admin kubeconfig names none: default).
+    plain = explain(kit, "no-slash", config)
+    assert plain.returncode == 2 and plain.stdout == ""
+    assert plain.stderr == "py-scheduler explain: pod default/no-slash not found\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -80,3 +81,24 @@ def test_bad_args_name_the_file_and_field() -> None:
     bad["profiles"][0]["pluginConfig"][0]["args"] = {"minAge": 1}
     with pytest.raises(ConfigError, match=r"sched\.yaml.*pluginConfig\[0\]\.args.*minAge: unknown"):
         parse_config(bad, "sched.yaml")
+
+
+def test_simulate_spares_the_young_pod(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from scheduler.cli import main
+
+    (tmp_path / "sched.yaml").write_text(yaml.safe_dump(CONFIG))
+    objs = [
+        node("n-young"),
+        node("n-old"),
+        pod("young", node="n-young", started=9_900),
+        pod("old", node="n-old", started=1_000),
+        pod("high", priority=100),
+    ]
+    (tmp_path / "dump.yaml").write_text(yaml.safe_dump_all(objs))
+    argv = ["simulate", "-f", str(tmp_path / "dump.yaml"), "--config", str(tmp_path / "sched.yaml")]
+    code = main([*argv, "-o", "json"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    result = json.loads(out.out)
+    assert result["evicted"] == ["default/old"]
+    assert result["placements"]["default/high"] == "n-old"

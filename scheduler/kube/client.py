@@ -300,6 +300,8 @@ class KubeClient:
                         yield line
             except (aiohttp.ClientError, OSError, TimeoutError) as e:
                 raise Unreachable(self._unreachable("GET", path, e)) from e
+            except ValueError as e:  # a line longer than the read buffer
+                raise ApiError(f"GET {path}: unreadable watch stream: {e}") from e
 
     def _unreachable(self, method: str, path: str, err: object) -> str:
         text = str(getattr(err, "reason", None) or err) or type(err).__name__

@@ -275,6 +275,10 @@ class Informer(Generic[T]):
                 log.warning("list_failed", kind=self.resource.kind, error=str(e), retry_in=delay)
                 await asyncio.sleep(delay * (1 + random.random() * 0.2))
                 delay = min(delay * 2, self.backoff_max)
+            except Exception:  # a bug must not stop the watch for good: start over
+                log.exception("informer_failed", kind=self.resource.kind, retry_in=delay)
+                await asyncio.sleep(delay * (1 + random.random() * 0.2))
+                delay = min(delay * 2, self.backoff_max)
 
     # ------------------------------------------------------------------ list
     async def _list(self) -> None:

@@ -79,7 +79,7 @@ class FakeKube:
     def push(self, path: str, event_type: str, obj: Mapping[str, Any]) -> None:
         self._streams[path].put_nowait(json.dumps({"type": event_type, "object": obj}).encode())
 
-    def end_stream(self, path: str, error: ApiError | None = None) -> None:
+    def end_stream(self, path: str, error: BaseException | None = None) -> None:
         self._streams[path].put_nowait(error if error is not None else _END)
 
     async def stream(
@@ -94,7 +94,7 @@ class FakeKube:
             item = await q.get()
             if item is _END:
                 return
-            if isinstance(item, ApiError):
+            if isinstance(item, BaseException):
                 raise item
             yield item
 

@@ -329,3 +329,17 @@ def test_a_failing_handler_does_not_stop_the_informer() -> None:
         await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(go())
+
+
+def test_an_unexpected_error_in_the_stream_relists_instead_of_stopping() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.lists[PODS.path] = [listing("100", obj("a", "90")), listing("200", obj("b", "150"))]
+        async with Run(api) as r:
+            await r.until(lambda: api.watch_queries)
+            api.end_stream(PODS.path, RuntimeError("a bug"))
+            await r.until(lambda: r.informer.relists == 1)
+            assert r.task is not None and not r.task.done()
+            assert sorted(r.informer.store.keys()) == ["default/b"]
+
+    asyncio.run(go())

@@ -37,7 +37,13 @@ from scheduler.config import SchedulerConfig
 from scheduler.framework.interface import CycleState, Status
 from scheduler.framework.preemption import Candidate
 from scheduler.schedule_one import BindOutcome, SchedulerCore
-from scheduler.types import PodInfo, node_from_dict, pod_from_dict
+from scheduler.types import (
+    PodInfo,
+    SelectorObject,
+    node_from_dict,
+    pod_from_dict,
+    selector_object_from_dict,
+)
 
 
 class _Ports:
@@ -116,6 +122,18 @@ def _pod(
 
 
 VECTORIZED = True  # --scalar sets it False
+UPSTREAM_SELECTOR = True  # --owner-approximation sets it False
+
+
+def _replica_set(name: str) -> SelectorObject:
+    """The ReplicaSet that owns ``_pod(owner=name)`` pods: selector app=<name>."""
+    return selector_object_from_dict(
+        {
+            "kind": "ReplicaSet",
+            "metadata": {"name": name, "namespace": "bench", "uid": f"rs-{name}"},
+            "spec": {"selector": {"matchLabels": {"app": name}}},
+        }
+    )
 
 
 def build(
@@ -136,8 +154,11 @@ def build(
         actions=ports,
         rng=random.Random(1),
         vectorized=VECTORIZED,
+        upstream_default_selector=UPSTREAM_SELECTOR,
     )
     ports.core = core
+    for k in range(owners):  # the ReplicaSets, for upstream's default spreading selector
+        core.on_selector_object_set("ReplicaSet", _replica_set(f"rs-{k}"))
     for i in range(nodes):
         core.on_node_add(node_from_dict(_node(i)))
     k = 0
@@ -193,15 +214,29 @@ def bench_throughput(nodes: int, pods: int, *, owned: bool = False) -> dict[str,
     }
 
 
-def bench_memory(nodes: int) -> dict[str, Any]:
+def bench_memory(nodes: int, per_node: int = 10) -> dict[str, Any]:
+    """Python heap (tracemalloc) held by the core per node and per bound pod: nodes are
+    added first, then their pods, and each step's growth is divided by its count."""
     tracemalloc.start()
-    before = tracemalloc.take_snapshot()
-    core, _ = build(nodes, 10)
-    after = tracemalloc.take_snapshot()
+    s0 = tracemalloc.take_snapshot()
+    core, _ = build(nodes, 0)
+    s1 = tracemalloc.take_snapshot()
+    for i in range(nodes):
+        for j in range(per_node):
+            core.on_pod_add(
+                _pod(f"b-{i}-{j}", cpu="100m", memory="500Mi", node=f"node-{i}", start=j)
+            )
+    s2 = tracemalloc.take_snapshot()
     tracemalloc.stop()
-    total = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    node_bytes = sum(d.size_diff for d in s1.compare_to(s0, "filename"))
+    pod_bytes = sum(d.size_diff for d in s2.compare_to(s1, "filename"))
     pods = core.cache.pod_count()
-    return {"nodes": nodes, "bound_pods": pods, "bytes_per_bound_pod": round(total / pods)}
+    return {
+        "nodes": nodes,
+        "bound_pods": pods,
+        "bytes_per_node": round(node_bytes / nodes),
+        "bytes_per_bound_pod": round(pod_bytes / pods),
+    }
 
 
 def bench_preemption(nodes: int, runs: int) -> dict[str, Any]:
@@ -240,9 +275,15 @@ def main() -> int:
     ap.add_argument("--preemption-runs", type=int, default=30)
     ap.add_argument("--json", help="write the raw results here")
     ap.add_argument("--scalar", action="store_true", help="node-by-node paths, no numpy")
+    ap.add_argument(
+        "--owner-approximation",
+        action="store_true",
+        help="default spreading selects by controller owner (no ReplicaSet objects)",
+    )
     args = ap.parse_args()
-    global VECTORIZED
+    global VECTORIZED, UPSTREAM_SELECTOR
     VECTORIZED = not args.scalar
+    UPSTREAM_SELECTOR = not args.owner_approximation
     sizes = [int(s) for s in args.sizes.split(",") if s]
     out: dict[str, Any] = {
         "machine": {
@@ -251,6 +292,7 @@ def main() -> int:
         },
         "date": time.strftime("%Y-%m-%d"),
         "vectorized": VECTORIZED,
+        "upstream_default_selector": UPSTREAM_SELECTOR,
         "throughput": [],
     }
     for n in sizes:
@@ -268,7 +310,8 @@ def main() -> int:
     out["memory"] = bench_memory(big)
     print(
         f"memory      {out['memory']['bytes_per_bound_pod']} bytes of Python heap per bound "
-        f"pod ({out['memory']['bound_pods']} pods)",
+        f"pod ({out['memory']['bound_pods']} pods), {out['memory']['bytes_per_node']} per node "
+        f"({out['memory']['nodes']} nodes)",
         flush=True,
     )
     out["preemption"] = bench_preemption(big, args.preemption_runs)

@@ -51,6 +51,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.preemption import PreemptionActions, fit_error_message
@@ -60,6 +61,8 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
+    SelectorObject,
+    ServiceInfo,
 )
 
 __all__ = [
@@ -196,12 +199,17 @@ class SchedulerCore:
     on_incoming: Callable[[str, str], None] | None = None
     vectorized: bool = True  # False: the node-by-node Filter/Score and dry run (same results)
     observer: CycleObserver | None = None
+    # System default spreading selects pods as upstream (Services, RCs, RSs, StatefulSets fed
+    # through on_selector_object_set/delete) instead of by controller owner. Off until the
+    # caller feeds those kinds: without them every pod would get no default constraints.
+    upstream_default_selector: bool = False
 
     def __post_init__(self) -> None:
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.pdbs: dict[str, PDBInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
+        self.selector_objects = SelectorObjects()
         # The queue owns the nominator; the framework reads it for the two-pass filter.
         self.queue = PriorityQueue(
             self.clock,
@@ -219,6 +227,7 @@ class SchedulerCore:
             actions=self.actions,
             rng=self.rng,
             namespace_labels=self.namespace_labels,
+            selectors=self.selector_objects if self.upstream_default_selector else None,
         )
         self.queue.hints = dict(self.framework.hints)
         gates = [SchedulingGates()] if names.SCHEDULING_GATES in self.config.pre_enqueue else []
@@ -346,6 +355,27 @@ class SchedulerCore:
             self.queue.move_all_to_active_or_backoff(
                 ClusterEvent("PriorityClass", "Delete"), old, None
             )
+
+    def on_selector_object_set(self, kind: str, rec: ServiceInfo | SelectorObject) -> None:
+        """A Service, ReplicationController, ReplicaSet or StatefulSet was added or
+        changed (``kind`` names which). Only system default spreading reads them, and as
+        upstream (PodTopologySpread registers pod and node events only) no pod is requeued:
+        the next attempt of each pod reads the new selector."""
+        if kind == "Service":
+            if not isinstance(rec, ServiceInfo):
+                raise TypeError(f"on_selector_object_set(Service): got {type(rec).__name__}")
+            self.selector_objects.set_service(rec)
+            return
+        if not isinstance(rec, SelectorObject) or rec.kind != kind:
+            raise TypeError(f"on_selector_object_set({kind}): got {rec!r}")
+        self.selector_objects.set_controller(rec)
+
+    def on_selector_object_delete(self, kind: str, key: str) -> None:
+        """One of those objects (``namespace/name``) was deleted; no pod is requeued."""
+        if kind == "Service":
+            self.selector_objects.delete_service(key)
+        else:
+            self.selector_objects.delete_controller(kind, key)
 
     # ================================================================== periodic work
     def flush(self) -> None:

@@ -1057,6 +1057,7 @@ class SelectorObject:
     name: str
     selector: LabelSelector | None = None
     set_selector: tuple[tuple[str, str], ...] = ()
+    uid: str = ""  # metadata.uid: pods name their controller by kind and uid
 
     @property
     def key(self) -> str:
@@ -1111,10 +1112,12 @@ def selector_object_from_dict(obj: Obj) -> SelectorObject:
     if not isinstance(spec, Mapping):
         raise ParseError(who, "spec", "expected a map")
     raw = spec.get("selector")
+    uid = str((obj.get("metadata") or {}).get("uid") or "")
     if kind == "ReplicationController":
-        return SelectorObject(kind, ns, name, set_selector=_string_map(raw, "spec.selector", who))
+        sel = _string_map(raw, "spec.selector", who)
+        return SelectorObject(kind, ns, name, set_selector=sel, uid=uid)
     selector = _label_selector(raw, "spec.selector", who) if raw is not None else None
-    return SelectorObject(kind, ns, name, selector=selector)
+    return SelectorObject(kind, ns, name, selector=selector, uid=uid)
 
 
 # --------------------------------------------------------------------------- NodeInfo

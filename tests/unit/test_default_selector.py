@@ -4,11 +4,16 @@ guidance) and the parsers of the Service / workload controller records it reads.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from scheduler.clock import FakeClock
+from scheduler.config import SchedulerConfig
 from scheduler.framework.plugins.helper import default_selector
+from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
+from scheduler.schedule_one import SchedulerCore
 from scheduler.types import (
     LabelSelector,
     LabelSelectorRequirement,
@@ -18,6 +23,8 @@ from scheduler.types import (
     selector_object_from_dict,
     service_from_dict,
 )
+from tests.builders import make_pod
+from tests.unit.fakes import RecordingBinder, RecordingRecorder
 
 
 def svc(name: str, selector: dict[str, str] | None, ns: str = "ns") -> ServiceInfo:
@@ -234,3 +241,61 @@ def test_service_errors_name_object_and_field() -> None:
         service_from_dict(
             {"metadata": {"name": "s", "namespace": "ns"}, "spec": {"selector": ["a"]}}
         )
+
+
+def _core(upstream: bool) -> SchedulerCore:
+    return SchedulerCore(
+        SchedulerConfig(),
+        FakeClock(),
+        RecordingBinder(),
+        RecordingRecorder(),
+        upstream_default_selector=upstream,
+    )
+
+
+def _spread(core: SchedulerCore) -> PodTopologySpread:
+    (pts,) = [p for p in core.framework.pre_score_plugins if isinstance(p, PodTopologySpread)]
+    return pts
+
+
+OWNED = replace(make_pod("p").label("app", "web").info(), owner_kind_uid=("ReplicaSet", "uid-r"))
+
+
+def test_core_entry_points_feed_the_default_selector_and_requeue_nothing() -> None:
+    core = _core(upstream=True)
+    pts = _spread(core)
+    parked = make_pod("parked").info()
+    core.queue.add(parked)
+    before = core.queue.counts()
+    assert pts._constraints(OWNED, "ScheduleAnyway") == ()  # the ReplicaSet is not known yet
+    rs_obj = SelectorObject(
+        "ReplicaSet", "default", "r", LabelSelector((("app", "web"),)), uid="uid-r"
+    )
+    core.on_selector_object_set("ReplicaSet", rs_obj)
+    got = pts._constraints(OWNED, "ScheduleAnyway")
+    assert [(c.topology_key, c.max_skew) for c in got] == [
+        ("kubernetes.io/hostname", 3),
+        ("topology.kubernetes.io/zone", 5),
+    ]
+    assert {c.selector for c in got} == {
+        LabelSelector((), (LabelSelectorRequirement("app", "In", frozenset({"web"})),))
+    }
+    core.on_selector_object_set("Service", ServiceInfo("default", "s", (("app", "web"),)))
+    assert pts._constraints(OWNED, "ScheduleAnyway")[0].selector == LabelSelector(
+        (("app", "web"),), (LabelSelectorRequirement("app", "In", frozenset({"web"})),)
+    )
+    core.on_selector_object_delete("ReplicaSet", "default/r")
+    core.on_selector_object_delete("Service", "default/s")
+    assert pts._constraints(OWNED, "ScheduleAnyway") == ()
+    assert core.queue.counts() == before  # PodTopologySpread registers pod/node events only
+
+
+def test_the_core_keeps_the_owner_approximation_unless_asked() -> None:
+    pts = _spread(_core(upstream=False))
+    got = pts._constraints(OWNED, "ScheduleAnyway")
+    assert {c.owner for c in got} == {("ReplicaSet", "uid-r")}
+
+
+def test_the_core_rejects_a_record_of_another_kind() -> None:
+    with pytest.raises(TypeError, match="ReplicaSet"):
+        _core(upstream=True).on_selector_object_set("ReplicaSet", ServiceInfo("d", "s", None))

@@ -27,7 +27,15 @@ from scheduler.clock import FakeClock
 from scheduler.config import SCORE_PLUGINS, NodeResourcesFitArgs, SchedulerConfig
 from scheduler.framework.interface import BatchScorePlugin, Code, CycleState, Status
 from scheduler.schedule_one import BindOutcome, SchedulerCore
-from scheduler.types import NodeInfo, NodeRecord, PDBInfo, PodInfo
+from scheduler.types import (
+    LabelSelector,
+    NodeInfo,
+    NodeRecord,
+    PDBInfo,
+    PodInfo,
+    SelectorObject,
+    ServiceInfo,
+)
 from tests.builders import make_node, make_pdb, make_pod
 from tests.unit.fakes import RecordingActions, RecordingBinder, RecordingRecorder
 
@@ -173,7 +181,9 @@ def clusters(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-def build(c: dict[str, Any], *, vectorized: bool) -> SchedulerCore:
+def build(
+    c: dict[str, Any], *, vectorized: bool, upstream_default_selector: bool = False
+) -> SchedulerCore:
     core = SchedulerCore(
         c["config"],
         FakeClock(),
@@ -182,7 +192,10 @@ def build(c: dict[str, Any], *, vectorized: bool) -> SchedulerCore:
         actions=RecordingActions(),
         rng=random.Random(7),
         vectorized=vectorized,
+        upstream_default_selector=upstream_default_selector,
     )
+    for kind, rec in c.get("selector_objects", ()):
+        core.on_selector_object_set(kind, rec)
     for node in c["nodes"]:
         core.on_node_add(node)
     for pod in c["bound"]:
@@ -315,6 +328,85 @@ def test_whole_cycles_with_preemption_match(c: dict[str, Any]) -> None:
         assert fast.rng.getstate() == slow.rng.getstate()
         assert fast.recorder == slow.recorder
         assert fast.actions == slow.actions
+
+
+# --------------------------------------------------------------------------- default spreading
+
+
+def _owned(pod: PodInfo) -> PodInfo:
+    """The pod as a pod of ReplicaSet rs-<app> (whose selector is app=<app>)."""
+    return replace(pod, owner_kind_uid=("ReplicaSet", f"uid-{pod.labels['app']}"))
+
+
+@st.composite
+def owned_clusters(draw: st.DrawFn) -> dict[str, Any]:
+    """Clusters whose pods all belong to ReplicaSets rs-a / rs-b (selector app=a / app=b),
+    so that system default spreading applies; sometimes a Service selects app=a."""
+    c = draw(clusters())
+    for k in ("bound", "nominated", "pending"):
+        c[k] = [_owned(p) for p in c[k]]
+    objects: list[tuple[str, ServiceInfo | SelectorObject]] = [
+        (
+            "ReplicaSet",
+            SelectorObject(
+                "ReplicaSet",
+                "default",
+                f"rs-{app}",
+                LabelSelector((("app", app),)),
+                uid=f"uid-{app}",
+            ),
+        )
+        for app in ("a", "b")
+    ]
+    if draw(st.booleans()):
+        objects.append(("Service", ServiceInfo("default", "svc-a", (("app", "a"),))))
+    c["selector_objects"] = objects
+    return c
+
+
+def _run_cycles(cores: tuple[SchedulerCore, SchedulerCore], pending: list[PodInfo]) -> None:
+    for core in cores:
+        for pod in pending:
+            core.queue.add(pod)
+    seen = [0, 0]
+    for _ in range(3 * len(pending)):
+        results = [core.schedule_one() for core in cores]
+        assert results[1] == results[0]
+        if results[0] is None:
+            break
+        for i, core in enumerate(cores):
+            seen[i] = _bind_all(core, seen[i])
+    assert cores[1].rng.getstate() == cores[0].rng.getstate()
+    assert cores[1].recorder == cores[0].recorder
+
+
+@SETTINGS
+@given(c=owned_clusters())
+def test_upstream_default_selector_bulk_matches_node_by_node(c: dict[str, Any]) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(schedule_one, "MIN_FEASIBLE_NODES_TO_FIND", c["min_feasible"])
+        cores = (
+            build(c, vectorized=False, upstream_default_selector=True),
+            build(c, vectorized=True, upstream_default_selector=True),
+        )
+        _run_cycles(cores, c["pending"])
+
+
+@SETTINGS
+@given(c=owned_clusters())
+def test_upstream_default_selector_decides_as_the_owner_when_they_agree(
+    c: dict[str, Any],
+) -> None:
+    """Every app=X pod is owned by rs-X and no Service adds labels beyond app: the
+    ReplicaSet's selector selects exactly the owner's pods, so decisions are the same."""
+    c["selector_objects"] = [o for o in c["selector_objects"] if o[0] != "Service"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(schedule_one, "MIN_FEASIBLE_NODES_TO_FIND", c["min_feasible"])
+        cores = (
+            build(c, vectorized=True, upstream_default_selector=False),
+            build(c, vectorized=True, upstream_default_selector=True),
+        )
+        _run_cycles(cores, c["pending"])
 
 
 # --------------------------------------------------------------------------- preemption

@@ -21,6 +21,7 @@ from scheduler.types import (
 )
 
 __all__ = [
+    "SelectorObjects",
     "default_normalize_score",
     "default_normalize_score_batch",
     "default_selector",
@@ -183,3 +184,93 @@ def default_selector(
     if not merged and not extra:
         return None
     return LabelSelector(tuple(sorted(merged.items())), tuple(extra))
+
+
+class SelectorObjects:
+    """The Services and workload controllers that system default spreading reads (the
+    listers of upstream's PodTopologySpread), fed by ``SchedulerCore.on_selector_object_*``.
+
+    Pods name their controller by kind and uid (``PodInfo.owner_kind_uid``), so controllers
+    are found by uid; upstream looks them up by the ownerReference's name, which differs
+    only for a stale reference to a deleted controller whose name was reused.
+    ``default_selector`` answers from a memo keyed by the pod's namespace, labels and
+    controller, emptied on every change: the pods of one workload share one answer (and
+    one selector object, so the spreading counts cached per node are shared too)."""
+
+    def __init__(self) -> None:
+        self.services: dict[str, dict[str, ServiceInfo]] = {}  # namespace -> name -> Service
+        self.controllers: dict[tuple[str, str, str], SelectorObject] = {}  # kind, ns, name
+        self._by_uid: dict[tuple[str, str], SelectorObject] = {}  # kind, uid
+        self._memo: dict[
+            tuple[str, tuple[tuple[str, str], ...], tuple[str, str] | None],
+            LabelSelector | None,
+        ] = {}
+
+    def set_service(self, svc: ServiceInfo) -> bool:
+        """Add or replace a Service; True when the stored record changed."""
+        by_name = self.services.setdefault(svc.namespace, {})
+        if by_name.get(svc.name) == svc:
+            return False
+        by_name[svc.name] = svc
+        self._memo.clear()
+        return True
+
+    def delete_service(self, key: str) -> bool:
+        namespace, _, name = key.partition("/")
+        by_name = self.services.get(namespace)
+        if by_name is None or by_name.pop(name, None) is None:
+            return False
+        if not by_name:
+            del self.services[namespace]
+        self._memo.clear()
+        return True
+
+    def set_controller(self, obj: SelectorObject) -> bool:
+        """Add or replace a ReplicationController/ReplicaSet/StatefulSet; True when the
+        stored record changed."""
+        k = (obj.kind, obj.namespace, obj.name)
+        old = self.controllers.get(k)
+        if old == obj:
+            return False
+        if old is not None:
+            self._by_uid.pop((old.kind, old.uid), None)
+        self.controllers[k] = obj
+        self._by_uid[(obj.kind, obj.uid)] = obj
+        self._memo.clear()
+        return True
+
+    def delete_controller(self, kind: str, key: str) -> bool:
+        namespace, _, name = key.partition("/")
+        old = self.controllers.pop((kind, namespace, name), None)
+        if old is None:
+            return False
+        self._by_uid.pop((old.kind, old.uid), None)
+        self._memo.clear()
+        return True
+
+    def default_selector(
+        self, namespace: str, labels: Mapping[str, str], owner_kind_uid: tuple[str, str] | None
+    ) -> LabelSelector | None:
+        """``default_selector`` for a pod; memoised. Runtime complexity: O(labels) when
+        remembered, else O(services in the namespace)."""
+        key = (namespace, tuple(labels.items()), owner_kind_uid)
+        try:
+            return self._memo[key]
+        except KeyError:
+            pass
+        controller = None
+        if owner_kind_uid is not None:
+            obj = self._by_uid.get(owner_kind_uid)
+            if obj is not None and obj.namespace == namespace:
+                controller = (obj.kind, obj.name)
+        got = default_selector(
+            namespace,
+            labels,
+            controller,
+            self.services.get(namespace, {}).values(),
+            lambda kind, ns, name: self.controllers.get((kind, ns, name)),
+        )
+        if len(self._memo) >= 4096:
+            self._memo.clear()
+        self._memo[key] = got
+        return got

@@ -28,8 +28,11 @@ it in O(1) amortised, and ``clone()`` copies the counts.
 Default constraints. A pod without constraints of its own gets the configured defaults —
 upstream's system defaults are hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway —
 whose selector upstream derives from the Services, ReplicaSets, ReplicationControllers and
-StatefulSets selecting the pod. APPROXIMATION: the cluster model has none of those objects,
-so a defaulted constraint selects the pods that share the incoming pod's *controller owner*
+StatefulSets selecting the pod. With the cluster's Services and workload controllers
+(``selectors``, fed by ``SchedulerCore.on_selector_object_set``; the core uses them when
+built with ``upstream_default_selector=True``) the selector is upstream's
+(``helper.default_selector``). APPROXIMATION otherwise (no such objects loaded): a
+defaulted constraint selects the pods that share the incoming pod's *controller owner*
 (same kind and uid in ``ownerReferences``), and only when that owner is a ReplicaSet,
 ReplicationController or StatefulSet; other pods get no default constraints. Matching the
 owner rather than the pod's labels keeps StatefulSet siblings (whose per-pod labels differ)
@@ -65,6 +68,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.nodeaffinity import pod_matches_node
 from scheduler.framework.plugins.tainttoleration import find_untolerated_taint
 from scheduler.types import (
@@ -375,10 +379,15 @@ class PodTopologySpread:
         self,
         default_constraints: Sequence[TopologySpreadConstraint] | None = None,
         system_defaulting: bool = True,
+        selectors: SelectorObjects | None = None,
     ) -> None:
         """``system_defaulting`` (upstream's defaultingType: System) uses
         SYSTEM_DEFAULT_CONSTRAINTS and then ``default_constraints`` must be empty;
-        otherwise (List) ``default_constraints`` are used as given."""
+        otherwise (List) ``default_constraints`` are used as given. With ``selectors``
+        (the cluster's Services and workload controllers), default constraints select
+        pods as upstream (``helper.DefaultSelector``); without, by controller owner (the
+        approximation in the module docstring)."""
+        self.selectors = selectors
         if system_defaulting and default_constraints:
             raise ValueError(
                 "PodTopologySpreadArgs.defaultConstraints: when .defaultingType is System, "
@@ -418,6 +427,26 @@ class PodTopologySpread:
                     honor_node_taints=c.node_taints_policy == HONOR,
                 )
                 for c in pod.topology_spread_constraints
+                if c.when_unsatisfiable == action
+            )
+        if self.selectors is not None:
+            if not self.default_constraints:
+                return ()
+            selector = self.selectors.default_selector(
+                pod.namespace, pod.labels, pod.owner_kind_uid
+            )
+            if selector is None:
+                return ()
+            return tuple(
+                _Constraint(
+                    max_skew=c.max_skew,
+                    topology_key=c.topology_key,
+                    selector=selector,
+                    min_domains=c.min_domains,
+                    honor_node_affinity=c.node_affinity_policy != IGNORE,
+                    honor_node_taints=c.node_taints_policy == HONOR,
+                )
+                for c in self.default_constraints
                 if c.when_unsatisfiable == action
             )
         owner = pod.owner_kind_uid

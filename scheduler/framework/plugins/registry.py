@@ -11,6 +11,7 @@ from scheduler.backend.queue.nominator import Nominator
 from scheduler.config import SchedulerConfig
 from scheduler.framework.outoftree import guard, instantiate
 from scheduler.framework.plugins.defaultpreemption import DefaultPreemption
+from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.imagelocality import ImageLocality
 from scheduler.framework.plugins.interpodaffinity import InterPodAffinity
 from scheduler.framework.plugins.nodeaffinity import NodeAffinity
@@ -37,6 +38,7 @@ def build_framework(
     actions: PreemptionActions | None,
     rng: random.Random,
     namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
+    selectors: SelectorObjects | None = None,
 ) -> tuple[Framework, Evaluator]:
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
@@ -52,7 +54,7 @@ def build_framework(
             shape=fit.shape,
             ignored_resources=fit.ignored_resources,
         ),
-        PodTopologySpread(),
+        PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),
         BalancedAllocation(resources),
         ImageLocality(),

@@ -187,6 +187,20 @@ def test_walkthrough_applies_each_example(name: str) -> None:
     assert f"kubectl apply -f manifests/examples/{name}" in readme
 
 
+def test_the_commands_we_suggest_create_priority_classes_before_pods() -> None:
+    """`kubectl apply -f DIR` applies files in name order (deployment.yaml before
+    priorityclasses.yaml), and a pod whose PriorityClass does not exist yet is rejected by the
+    Priority admission plugin: every suggested apply names the class file first."""
+    for doc in (REPO / "Makefile", REPO / "README.md"):
+        commands = re.findall(
+            r"kubectl [^\n\"]*apply -f manifests/examples/[^\n\"]*", doc.read_text()
+        )
+        assert commands, f"{doc.name} suggests no apply"
+        for command in commands:
+            files = re.findall(r"-f (\S+)", command)
+            assert files[0] == "manifests/examples/priorityclasses.yaml", (doc.name, command)
+
+
 def _localcluster_default_cpu() -> str:
     """The CPU of the nodes `make run` creates (hack/localcluster.py create_nodes' default)."""
     module = sys.modules.get("localcluster")  # as tests/e2e/conftest.py loads it

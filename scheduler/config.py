@@ -10,6 +10,8 @@ Our extensions (not upstream fields), documented in docs/configuration.md:
 - ``DefaultPreemptionArgs.victimSchedulerNames``: only pods of these schedulers may be
   preempted (default: any pod, as upstream).
 - ``httpBindAddress`` / ``httpPort``: the one port serving /healthz, /readyz, /metrics.
+- ``secureServing``: that port as kube-scheduler's secure port (TLS with a given or
+  self-signed certificate, delegated authentication and authorization).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "LeaderElectionConfig",
     "NodeResourcesFitArgs",
     "SchedulerConfig",
+    "SecureServing",
     "load_config",
     "parse_config",
 ]
@@ -110,6 +113,15 @@ class LeaderElectionConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class SecureServing:
+    """``secureServing``: HTTPS with TokenReview + SubjectAccessReview on the one port."""
+
+    enabled: bool = False
+    cert_file: str | None = None  # with key_file; neither: a self-signed certificate
+    key_file: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     percentage_of_nodes_to_score: int = 0  # 0: upstream's adaptive default
@@ -130,6 +142,7 @@ class SchedulerConfig:
     burst: int = 100
     http_bind_address: str = "127.0.0.1"
     http_port: int = 10260
+    secure_serving: SecureServing = SecureServing()
     # Out-of-tree plugins of the profile (docs/plugins.md): (name, class, args), in the
     # order they were enabled; their extension points are named in filters/scores/...
     out_of_tree: tuple[tuple[str, type, Mapping[str, Any]], ...] = ()
@@ -250,6 +263,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             "asyncPreemption",
             "httpBindAddress",
             "httpPort",
+            "secureServing",
             "pluginModules",
         },
     )
@@ -280,6 +294,18 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         kw["http_bind_address"] = r.string(top["httpBindAddress"], "httpBindAddress")
     if "httpPort" in top:
         kw["http_port"] = r.integer(top["httpPort"], "httpPort", 0, 65535)
+    ss = r.mapping(top.get("secureServing"), "secureServing", {"enabled", "certFile", "keyFile"})
+    if "secureServing" in top:
+        cert = r.string(ss["certFile"], "secureServing.certFile") if "certFile" in ss else None
+        key = r.string(ss["keyFile"], "secureServing.keyFile") if "keyFile" in ss else None
+        if (cert is None) != (key is None):
+            missing = "keyFile" if key is None else "certFile"
+            raise r.fail(f"secureServing.{missing}", "certFile and keyFile go together")
+        kw["secure_serving"] = SecureServing(
+            enabled=r.boolean(ss.get("enabled", True), "secureServing.enabled"),
+            cert_file=cert,
+            key_file=key,
+        )
 
     le = r.mapping(
         top.get("leaderElection"),

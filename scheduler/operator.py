@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,12 @@ import structlog
 
 from scheduler.config import SchedulerConfig
 from scheduler.errors import ApiCallError
+from scheduler.kube.auth import DelegatedAuth
 from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.leader import LeaderElector
 from scheduler.kube.live import LiveScheduler
-from scheduler.server import HealthServer, ServeError
+from scheduler.server import Guard, HealthServer, ServeError
+from scheduler.servingcert import CertError, server_context
 
 __all__ = ["run", "run_operator"]
 
@@ -111,23 +114,59 @@ async def run_operator(
 
     install_signals()
 
+    tls = None
+    guard: Guard | None = None
+    cert_source = ""
+    # Reviews get a client of their own: a scrape never waits behind Bindings.
+    auth_client = lease_client.derive(qps=config.qps, burst=config.burst, pool_size=2)
+    if config.secure_serving.enabled:
+        try:
+            tls, cert_source = server_context(
+                cert_file=config.secure_serving.cert_file,
+                key_file=config.secure_serving.key_file,
+                bind_address=config.http_bind_address,
+            )
+        except CertError as e:
+            print(f"py-scheduler: {e}", file=sys.stderr)
+            await live.close()
+            await lease_client.close()
+            await auth_client.close()
+            return 2
+        auth = DelegatedAuth(auth_client)
+
+        async def reviewed(method: str, path: str, authorization: str | None) -> tuple[int, str]:
+            decision = await auth.check(method, path, authorization)
+            return decision.status, decision.message
+
+        guard = reviewed
+
     server = HealthServer(
         host=config.http_bind_address,
         port=config.http_port,
         healthy=sched.healthy,
         ready=lambda: sched.synced,
         registry=sched.metrics.registry,
+        tls=tls,
+        guard=guard,
     )
     try:
         port = await server.start()
     except ServeError as e:
-        import sys
-
         print(f"py-scheduler: {e.args[1] if len(e.args) > 1 else e}", file=sys.stderr)
         await live.close()
         await lease_client.close()
+        await auth_client.close()
         return 2
-    log.info("http_serving", address=f"{config.http_bind_address}:{port}")
+    if tls is not None:
+        log.info(
+            "https_serving",
+            address=f"{config.http_bind_address}:{port}",
+            certificate=cert_source,
+            authentication="TokenReview",
+            authorization="SubjectAccessReview",
+        )
+    else:
+        log.info("http_serving", address=f"{config.http_bind_address}:{port}")
 
     elector: LeaderElector | None = None
     lost = asyncio.Event()
@@ -205,6 +244,7 @@ async def run_operator(
     await asyncio.gather(kopf_task, return_exceptions=True)
     await live.close()
     await lease_client.close()
+    await auth_client.close()
     log.info("stopped", exit_code=exit_code)
     return exit_code
 

@@ -1,14 +1,23 @@
-"""The one HTTP port: /healthz (the scheduling loop is not stalled), /readyz (caches
-synced), /metrics (Prometheus text format)."""
+"""The one HTTP(S) port: /healthz and /livez (the scheduling loop is not stalled), /readyz
+(caches synced), /metrics (Prometheus text format).
+
+Plain HTTP by default (``py-scheduler run`` on a workstation, bound to loopback). With
+``secureServing.enabled`` (the Deployment in manifests/) it is kube-scheduler's secure port:
+TLS, and every request passes a guard first (``scheduler.kube.auth.DelegatedAuth``: a
+TokenReview and a SubjectAccessReview, with /healthz, /livez, /readyz always allowed)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ssl
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["HealthServer", "ServeError"]
+__all__ = ["Guard", "HealthServer", "ServeError"]
+
+# (method, path, Authorization header) -> (HTTP status, message); 200 lets the request through.
+Guard = Callable[[str, str, "str | None"], Awaitable[tuple[int, str]]]
 
 
 class ServeError(OSError):
@@ -25,12 +34,16 @@ class HealthServer:
         healthy: Callable[[], bool],
         ready: Callable[[], bool],
         registry: CollectorRegistry,
+        tls: ssl.SSLContext | None = None,
+        guard: Guard | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.healthy = healthy
         self.ready = ready
         self.registry = registry
+        self.tls = tls
+        self.guard = guard
         self._runner: web.AppRunner | None = None
 
     async def _healthz(self, _: web.Request) -> web.Response:
@@ -47,15 +60,34 @@ class HealthServer:
         body = generate_latest(self.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls is not None else "http"
+
+    @web.middleware
+    async def _guarded(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if self.guard is not None:
+            status, message = await self.guard(
+                request.method, request.path, request.headers.get("Authorization")
+            )
+            if status != 200:
+                headers = (
+                    {"WWW-Authenticate": 'Bearer realm="py-scheduler"'} if status == 401 else {}
+                )
+                return web.Response(status=status, text=message + "\n", headers=headers)
+        return await handler(request)
+
     async def start(self) -> int:
-        app = web.Application()
+        app = web.Application(middlewares=[self._guarded] if self.guard is not None else [])
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/livez", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port)
+        site = web.TCPSite(self._runner, self.host, self.port, ssl_context=self.tls)
         try:
             await site.start()
         except OSError as e:

@@ -8,6 +8,7 @@ import asyncio
 import importlib.util
 import inspect
 import re
+import ssl
 import sys
 import urllib.error
 import urllib.request
@@ -20,7 +21,9 @@ from prometheus_client import CollectorRegistry
 
 from scheduler import cli
 from scheduler.config import parse_config
+from scheduler.kube.auth import DelegatedAuth
 from scheduler.server import HealthServer
+from scheduler.servingcert import server_context
 from tests.deploy.dockerfile import Dockerfile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,6 +86,9 @@ def test_configmap_configuration_loads_and_matches_the_rbac_and_the_deployment()
     assert annotations["prometheus.io/port"] == str(config.http_port)
     assert annotations["prometheus.io/scrape"] == "true"
     assert annotations["prometheus.io/path"] == "/metrics"
+    # kube-scheduler's secure port: HTTPS for the scrape and the probes alike.
+    assert config.secure_serving.enabled
+    assert annotations["prometheus.io/scheme"] == "https"
     (expose,) = Dockerfile.read(REPO / "Dockerfile").final.all("EXPOSE")
     assert expose.args == str(config.http_port)
 
@@ -123,40 +129,73 @@ def test_deployment_is_ha_critical_and_locked_down() -> None:
     for kind in ("requests", "limits"):
         assert set(CONTAINER["resources"][kind]) == {"cpu", "memory"}, kind
     probes = {k: CONTAINER[k]["httpGet"] for k in ("livenessProbe", "readinessProbe")}
-    assert probes["livenessProbe"] == {"path": "/healthz", "port": "metrics"}
-    assert probes["readinessProbe"] == {"path": "/readyz", "port": "metrics"}
+    assert probes["livenessProbe"] == {"scheme": "HTTPS", "path": "/healthz", "port": "metrics"}
+    assert probes["readinessProbe"] == {"scheme": "HTTPS", "path": "/readyz", "port": "metrics"}
+    assert CONTAINER["startupProbe"]["httpGet"]["scheme"] == "HTTPS"
 
 
-def test_probe_paths_are_served_by_the_health_server() -> None:
-    """The probes' paths on the real HealthServer: 200 when healthy/ready, not 200 when not."""
+class _DenyingApiServer:
+    """Every TokenReview fails and every SubjectAccessReview denies: the probes must pass
+    anyway (their paths are always allowed) and an anonymous /metrics must not."""
+
+    def __init__(self) -> None:
+        self.reviews: list[str] = []
+
+    async def request(self, method: str, path: str, **_: Any) -> dict[str, Any]:
+        self.reviews.append(path.rsplit("/", 1)[-1])
+        return {"status": {"authenticated": False, "allowed": False}}
+
+
+def test_probe_paths_are_served_by_the_secure_port_without_credentials() -> None:
+    """The probes' paths on the real HealthServer configured as the ConfigMap configures it
+    (self-signed TLS, delegated auth): 200 when healthy/ready without any review, not 200
+    when not; /metrics without a token is refused."""
+    config = parse_config(yaml.safe_load(CONFIGMAP["data"]["config.yaml"]), "configmap.yaml")
     paths = [CONTAINER[k]["httpGet"]["path"] for k in ("startupProbe", "livenessProbe")]
     paths.append(CONTAINER["readinessProbe"]["httpGet"]["path"])
+    api = _DenyingApiServer()
+    auth = DelegatedAuth(api)  # type: ignore[arg-type]
+
+    async def guard(method: str, path: str, authorization: str | None) -> tuple[int, str]:
+        d = await auth.check(method, path, authorization)
+        return d.status, d.message
 
     async def probe(ok: bool) -> list[int]:
+        tls, _ = server_context(
+            cert_file=config.secure_serving.cert_file,
+            key_file=config.secure_serving.key_file,
+            bind_address="127.0.0.1",
+        )
         server = HealthServer(
             host="127.0.0.1",
             port=0,
             healthy=lambda: ok,
             ready=lambda: ok,
             registry=CollectorRegistry(),
+            tls=tls,
+            guard=guard,
         )
         port = await server.start()
         try:
             codes = []
             for path in [*paths, "/metrics"]:
-                url = f"http://127.0.0.1:{port}{path}"
+                url = f"https://127.0.0.1:{port}{path}"
                 codes.append(await asyncio.to_thread(_status, url))
             return codes
         finally:
             await server.stop()
 
-    assert asyncio.run(probe(True)) == [200, 200, 200, 200]
+    assert asyncio.run(probe(True)) == [200, 200, 200, 403]
+    assert api.reviews == ["subjectaccessreviews"]  # only /metrics was reviewed
     assert asyncio.run(probe(False))[:3] == [500, 500, 503]
 
 
 def _status(url: str) -> int:
+    context = ssl.create_default_context()
+    context.check_hostname = False  # as the kubelet: probes do not verify certificates
+    context.verify_mode = ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(url, timeout=5) as resp:  # loopback only
+        with urllib.request.urlopen(url, timeout=5, context=context) as resp:  # loopback only
             return int(resp.status)
     except urllib.error.HTTPError as e:
         return int(e.code)
@@ -173,7 +212,11 @@ def test_bindings_grant_the_roles_to_the_service_account() -> None:
 
 def test_every_rbac_rule_says_why_it_is_there() -> None:
     lines = (MANIFESTS / "rbac.yaml").read_text().splitlines()
-    rules = [i for i, line in enumerate(lines) if line.strip().startswith("- apiGroups:")]
+    rules = [
+        i
+        for i, line in enumerate(lines)
+        if line.strip().startswith(("- apiGroups:", "- nonResourceURLs:"))
+    ]
     assert len(rules) == sum(
         len(o["rules"]) for (k, _), o in OBJ.items() if k in ("ClusterRole", "Role")
     )

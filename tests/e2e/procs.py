@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -102,10 +103,22 @@ class SchedulerProcess:
             self.wait_ready(timeout)
         return self
 
-    def get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
-        url = f"http://127.0.0.1:{self.port}{path}"
+    @property
+    def scheme(self) -> str:
+        secure = self.config.get("secureServing")
+        return "https" if secure is not None and secure.get("enabled", True) else "http"
+
+    def get(self, path: str, timeout: float = 5.0, token: str | None = None) -> tuple[int, str]:
+        """GET on the health/metrics port; HTTPS (the self-signed certificate unverified,
+        as Prometheus' insecure_skip_verify) when the config enables secureServing."""
+        request = urllib.request.Request(f"{self.scheme}://127.0.0.1:{self.port}{path}")
+        if token:
+            request.add_header("Authorization", f"Bearer {token}")
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
         try:
-            with urllib.request.urlopen(url, timeout=timeout) as resp:
+            with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
                 return resp.status, resp.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()

@@ -201,6 +201,8 @@ CLUSTER_RULES = {
     ("", "pods/status", "patch", ANY),  # conditions, nominatedNodeName
     ("", "events", "create", ANY),  # Scheduled, FailedScheduling, Preempted
     ("", "events", "patch", ANY),  # repeated events
+    ("authentication.k8s.io", "tokenreviews", "create", ANY),  # the secure port's scrapers
+    ("authorization.k8s.io", "subjectaccessreviews", "create", ANY),  # ... and their RBAC
 }
 LEASE_RULES = {
     ("coordination.k8s.io", "leases", "create", ANY),
@@ -317,6 +319,9 @@ CAN_I = [
     ("list", "secrets", "", "", "", False),
     ("list", "customresourcedefinitions.apiextensions.k8s.io", "", "", "", False),  # no scan
     ("create", "serviceaccounts", "token", SA, "kube-system", False),
+    ("create", "tokenreviews.authentication.k8s.io", "", "", "", True),  # secure port
+    ("create", "subjectaccessreviews.authorization.k8s.io", "", "", "", True),  # secure port
+    ("create", "localsubjectaccessreviews.authorization.k8s.io", "", "", "default", False),
 ]
 
 
@@ -368,9 +373,26 @@ def _watch_until_bound(k: Kit, name: str, timeout: float) -> tuple[str, set[str]
     raise AssertionError(f"pod {k.ns}/{name} not bound within {timeout}s: {k.pod(name)}")
 
 
+def _metrics_reader_token(kubectl: Kubectl, namespace: str, *, bound: bool) -> str:
+    """A token of a ServiceAccount in ``namespace``, bound (or not) to the ClusterRole
+    py-scheduler-metrics-reader of rbac.yaml (as Prometheus' would be)."""
+    name = "e2e-prom-reader" if bound else "e2e-prom-stranger"
+    kubectl("create", "serviceaccount", name, "-n", namespace)
+    if bound:
+        kubectl(
+            "create",
+            "clusterrolebinding",
+            f"{namespace}-{name}",
+            "--clusterrole=py-scheduler-metrics-reader",
+            f"--serviceaccount={namespace}:{name}",
+        )
+    return str(kubectl("create", "token", name, "-n", namespace, "--duration=10m").stdout.strip())
+
+
 def test_scheduler_under_its_service_account_binds_and_preempts_with_leader_election(
     identity: Identity,
     kit: Kit,
+    kubectl: Kubectl,
     scheduler_workdir: Path,
 ) -> None:
     """The ConfigMap's configuration (leader election on the Lease kube-system/py-scheduler)
@@ -393,6 +415,20 @@ def test_scheduler_under_its_service_account_binds_and_preempts_with_leader_elec
         me = acquired["identity"]
         coord = k8s.CoordinationV1Api(kit.cluster.api)
         assert coord.read_namespaced_lease(LEASE, "kube-system").spec.holder_identity == me
+
+        # The secure port, its reviews made with the service account's RBAC: health is open,
+        # /metrics is refused to anonymous and to a token without the metrics-reader role,
+        # and served to one bound to py-scheduler-metrics-reader (rbac.yaml).
+        assert proc.scheme == "https"
+        assert proc.get("/healthz")[0] == 200
+        status, text = proc.get("/metrics")
+        assert status == 403 and 'User "system:anonymous" cannot get path "/metrics"' in text
+        assert proc.get("/metrics", token="not-a-token")[0] == 401
+        reader = _metrics_reader_token(kubectl, kit.ns, bound=False)
+        assert proc.get("/metrics", token=reader)[0] == 403
+        reader = _metrics_reader_token(kubectl, kit.ns, bound=True)
+        status, text = proc.get("/metrics", token=reader)
+        assert status == 200 and "scheduler_schedule_attempts" in text, (status, text[:300])
 
         # Binding and the Scheduled event.
         (node,) = kit.nodes(1, cpu="2")
@@ -431,6 +467,7 @@ def test_scheduler_under_its_service_account_binds_and_preempts_with_leader_elec
         assert failed["reportingInstance"] == me
     finally:
         code = proc.stop()
+        kubectl("delete", "clusterrolebinding", f"{kit.ns}-e2e-prom-reader", "--ignore-not-found")
     log = proc.log_path.read_text(errors="replace")
     assert code == 0, proc.tail()
     # Released on shutdown (GET + PUT of our lease), so a standby would take over at once.

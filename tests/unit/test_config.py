@@ -20,6 +20,7 @@ from scheduler.config import (
     LeaderElectionConfig,
     NodeResourcesFitArgs,
     SchedulerConfig,
+    SecureServing,
     load_config,
     parse_config,
 )
@@ -361,6 +362,21 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
         pytest.param({**API, "asyncPreemption": "yes"}, "asyncPreemption", id="string for bool"),
         pytest.param({**API, "httpPort": 70000}, "httpPort", id="port out of range"),
         pytest.param(
+            {**API, "secureServing": {"certFile": "/tls/tls.crt"}},
+            "secureServing.keyFile",
+            id="certificate without its key",
+        ),
+        pytest.param(
+            {**API, "secureServing": {"enabled": "yes"}},
+            "secureServing.enabled",
+            id="secure serving not a bool",
+        ),
+        pytest.param(
+            {**API, "secureServing": {"clientCAFile": "/ca"}},
+            "secureServing.clientCAFile",
+            id="unsupported secure serving field",
+        ),
+        pytest.param(
             {**API, "clientConnection": {"qps": -1}}, "clientConnection.qps", id="negative qps"
         ),
         pytest.param(
@@ -393,6 +409,21 @@ def test_errors_name_the_field_path_and_the_file(raw: Any, field_path: str) -> N
     with pytest.raises(ConfigError) as exc:
         parse_config(raw, "sched.yaml")
     assert str(exc.value).startswith(f"sched.yaml: {field_path}: ")
+
+
+def test_secure_serving() -> None:
+    assert parse_config(API).secure_serving == SecureServing(enabled=False)
+    assert parse_config({**API, "secureServing": {}}).secure_serving == SecureServing(enabled=True)
+    got = parse_config(
+        {
+            **API,
+            "secureServing": {"enabled": True, "certFile": "/t/tls.crt", "keyFile": "/t/tls.key"},
+        }
+    ).secure_serving
+    assert got == SecureServing(enabled=True, cert_file="/t/tls.crt", key_file="/t/tls.key")
+    assert (
+        parse_config({**API, "secureServing": {"enabled": False}}).secure_serving.enabled is False
+    )
 
 
 def test_load_config_from_a_file(tmp_path: Path) -> None:

@@ -1,14 +1,20 @@
-"""The health/metrics port: a busy address is one clear error naming it."""
+"""The health/metrics port: a busy address is one clear error naming it; the secure port
+serves TLS and puts a guard in front of every request."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
+import urllib.error
+import urllib.request
+from pathlib import Path
 
 import pytest
 from prometheus_client import CollectorRegistry
 
 from scheduler.server import HealthServer, ServeError
+from scheduler.servingcert import CertError, self_signed, server_context
 
 
 def test_a_busy_port_is_an_error_naming_the_address() -> None:
@@ -27,3 +33,86 @@ def test_a_busy_port_is_an_error_naming_the_address() -> None:
             asyncio.run(server.start())
     assert f"cannot serve health and metrics on 127.0.0.1:{port}" in str(e.value)
     assert "in use" in str(e.value)
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, str]:
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+    )
+    try:
+        with opener.open(request, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_the_secure_port_serves_tls_and_asks_the_guard_for_every_request() -> None:
+    """A self-signed certificate for the loopback names; the guard decides (here: only the
+    token "ok" may read /metrics; health is always allowed, as DelegatedAuth does)."""
+    seen: list[tuple[str, str, str | None]] = []
+
+    async def guard(method: str, path: str, authorization: str | None) -> tuple[int, str]:
+        seen.append((method, path, authorization))
+        if path == "/healthz" or authorization == "Bearer ok":
+            return 200, ""
+        return (401, "Unauthorized") if authorization is None else (403, "forbidden: no")
+
+    tls, source = server_context(cert_file=None, key_file=None, bind_address="127.0.0.1")
+    assert source == "self-signed"
+
+    async def main() -> list[tuple[int, str]]:
+        server = HealthServer(
+            host="127.0.0.1",
+            port=0,
+            healthy=lambda: True,
+            ready=lambda: True,
+            registry=CollectorRegistry(),
+            tls=tls,
+            guard=guard,
+        )
+        port = await server.start()
+        assert server.scheme == "https"
+        base = f"https://127.0.0.1:{port}"
+        try:
+            return [
+                await asyncio.to_thread(_get, f"{base}/healthz"),
+                await asyncio.to_thread(_get, f"{base}/metrics"),
+                await asyncio.to_thread(_get, f"{base}/metrics", "nope"),
+                await asyncio.to_thread(_get, f"{base}/metrics", "ok"),
+            ]
+        finally:
+            await server.stop()
+
+    health, anonymous, denied, allowed = asyncio.run(main())
+    assert health == (200, "ok")
+    assert anonymous == (401, "Unauthorized\n")
+    assert denied == (403, "forbidden: no\n")
+    assert allowed[0] == 200  # an empty registry: an empty exposition
+    assert [s[1] for s in seen] == ["/healthz", "/metrics", "/metrics", "/metrics"]
+
+
+def test_the_self_signed_certificate_names_the_loopback_and_the_bind_address() -> None:
+    from cryptography import x509
+
+    cert_pem, key_pem = self_signed("10.1.2.3")
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in sans.get_values_for_type(x509.DNSName)
+    ips = {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)}
+    assert {"127.0.0.1", "::1", "10.1.2.3"} <= ips
+    assert b"PRIVATE KEY" in key_pem
+
+
+def test_a_missing_or_unloadable_certificate_names_the_field_and_the_file(tmp_path: Path) -> None:
+    with pytest.raises(CertError, match=r"secureServing.certFile: /nope/tls.crt: no such file"):
+        server_context(cert_file="/nope/tls.crt", key_file="/nope/tls.key", bind_address="")
+    bad = tmp_path / "tls.crt"
+    bad.write_text("not a certificate")
+    with pytest.raises(CertError, match=r"secureServing.certFile/keyFile: .*cannot load"):
+        server_context(cert_file=str(bad), key_file=str(bad), bind_address="")

@@ -56,8 +56,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         dest="files",
-        help="kubectl get -o json|yaml of Nodes, Pods, PDBs, PriorityClasses: a file, a "
-        "directory (its .yaml/.yml/.json files) or - for stdin (repeatable)",
+        help="kubectl get -o json|yaml of Nodes, Pods, PDBs, PriorityClasses (and the "
+        "Services, ReplicationControllers, ReplicaSets, StatefulSets of default spreading): "
+        "a file, a directory (its .yaml/.yml/.json files) or - for stdin (repeatable)",
     )
     sim.add_argument(
         "--drain",

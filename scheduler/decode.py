@@ -34,11 +34,15 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
+    SelectorObject,
+    ServiceInfo,
     global_default_class,
     node_from_dict,
     pdb_from_dict,
     pod_from_dict,
     priority_class_from_dict,
+    selector_object_from_dict,
+    service_from_dict,
 )
 
 __all__ = [
@@ -189,6 +193,23 @@ class ObjectDecoder:
     def pdb(self, raw: Raw) -> PDBInfo:
         out: PDBInfo = _guard("PodDisruptionBudget", raw, pdb_from_dict)
         return out
+
+    def service(self, raw: Raw) -> ServiceInfo:
+        out: ServiceInfo = _guard("Service", raw, service_from_dict)
+        return out
+
+    def selector_object(self, kind: str) -> Callable[[Raw], SelectorObject]:
+        """The decoder of one workload kind (ReplicationController, ReplicaSet, StatefulSet).
+        The items of a LIST carry no ``kind``: the informer (or the dump) says which."""
+
+        def parse(o: Raw) -> SelectorObject:
+            return selector_object_from_dict(o if o.get("kind") == kind else {**o, "kind": kind})
+
+        def decode(raw: Raw) -> SelectorObject:
+            out: SelectorObject = _guard(kind, raw, parse)
+            return out
+
+        return decode
 
     def namespace(self, raw: Raw) -> tuple[str, dict[str, str]]:
         meta = raw.get("metadata") or {}

@@ -18,7 +18,14 @@ import structlog
 from scheduler.decode import ObjectDecoder
 from scheduler.deltas import Added, Deleted, Delta, Updated
 from scheduler.schedule_one import SchedulerCore
-from scheduler.types import NodeRecord, PDBInfo, PodInfo, PriorityClassInfo
+from scheduler.types import (
+    NodeRecord,
+    PDBInfo,
+    PodInfo,
+    PriorityClassInfo,
+    SelectorObject,
+    ServiceInfo,
+)
 
 __all__ = ["EventHandlers", "Namespace"]
 
@@ -88,6 +95,19 @@ class EventHandlers:
             self.core.on_priority_class_delete(d.old.name)
         else:
             self.core.on_priority_class_set(d.new)
+
+    # ------------------------------------------------------------------ default selector
+    def selector_object(self, kind: str) -> Callable[[Delta[ServiceInfo | SelectorObject]], None]:
+        """Services, ReplicationControllers, ReplicaSets, StatefulSets: the selectors of
+        system default spreading (upstream's DefaultSelector). ``kind`` names which."""
+
+        def handle(d: Delta[ServiceInfo | SelectorObject]) -> None:
+            if isinstance(d, Deleted):
+                self.core.on_selector_object_delete(kind, d.old.key)
+            else:
+                self.core.on_selector_object_set(kind, d.new)
+
+        return handle
 
     # ------------------------------------------------------------------ namespaces
     def namespace(self, d: Delta[Namespace]) -> None:

@@ -49,6 +49,8 @@ from scheduler.types import (
     ParseError,
     PDBInfo,
     PodInfo,
+    SelectorObject,
+    ServiceInfo,
     UnknownPriorityClassError,
 )
 
@@ -58,7 +60,24 @@ T = TypeVar("T")
 
 Lister = Callable[[str], list[dict[str, Any]]]
 # What explain LISTs, in load order (classes before the pods that name them).
-LIST_KINDS = ("priorityclasses", "namespaces", "nodes", "poddisruptionbudgets", "pods")
+LIST_KINDS = (
+    "priorityclasses",
+    "namespaces",
+    "nodes",
+    "poddisruptionbudgets",
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "replicasets",
+    "statefulsets",
+)
+# The selectors of system default spreading: list kind -> object kind.
+SELECTOR_LISTS = {
+    "services": "Service",
+    "replicationcontrollers": "ReplicationController",
+    "replicasets": "ReplicaSet",
+    "statefulsets": "StatefulSet",
+}
 
 
 class ExplainError(ValueError):
@@ -318,6 +337,14 @@ def _load(
         pdb = decoded("PodDisruptionBudget", decoder.pdb, obj)
         if pdb is not None:
             core.on_pdb_set(pdb)
+    for plural, kind in SELECTOR_LISTS.items():
+        decode: Callable[[dict[str, Any]], ServiceInfo | SelectorObject] = (
+            decoder.service if kind == "Service" else decoder.selector_object(kind)
+        )
+        for obj in objects.get(plural, []):
+            rec = decoded(kind, decode, obj)
+            if rec is not None:
+                core.on_selector_object_set(kind, rec)
     for obj in objects.get("pods", []):
         if _key_of(obj) == target:
             continue

@@ -200,9 +200,10 @@ class SchedulerCore:
     vectorized: bool = True  # False: the node-by-node Filter/Score and dry run (same results)
     observer: CycleObserver | None = None
     # System default spreading selects pods as upstream (Services, RCs, RSs, StatefulSets fed
-    # through on_selector_object_set/delete) instead of by controller owner. Off until the
-    # caller feeds those kinds: without them every pod would get no default constraints.
-    upstream_default_selector: bool = False
+    # through on_selector_object_set/delete; the live layer watches them, simulate and
+    # explain load them). False: by controller owner, the approximation of earlier versions,
+    # kept for benchmarks that compare the two.
+    upstream_default_selector: bool = True
 
     def __post_init__(self) -> None:
         self.cache = Cache()

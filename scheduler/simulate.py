@@ -53,6 +53,8 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
+    SelectorObject,
+    ServiceInfo,
     UnknownPriorityClassError,
 )
 
@@ -66,7 +68,13 @@ __all__ = [
     "simulate",
 ]
 
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass")
+# The selectors of system default spreading (upstream's DefaultSelector) come with them.
+SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", *SELECTOR_KINDS)
+DUMP_COMMAND = (
+    "kubectl get nodes,pods,pdb,priorityclasses,services,replicationcontrollers,"
+    "replicasets,statefulsets -A -o json"
+)
 T = TypeVar("T")
 
 
@@ -164,6 +172,7 @@ class _Input:
     bound: dict[str, PodInfo] = field(default_factory=dict)
     pending: dict[str, PodInfo] = field(default_factory=dict)
     pdbs: dict[str, PDBInfo] = field(default_factory=dict)
+    selectors: list[tuple[str, ServiceInfo | SelectorObject]] = field(default_factory=list)
     placements: dict[str, str | None] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -193,8 +202,26 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
         elif kind == "PodDisruptionBudget":
             pdb = _guarded(d, decoder.pdb)
             inp.pdbs[pdb.key] = pdb
+        elif kind == "Service":
+            inp.selectors.append((kind, _guarded(d, decoder.service)))
+        elif kind in SELECTOR_KINDS:
+            inp.selectors.append((kind, _guarded(d, decoder.selector_object(kind))))
         elif kind != "PriorityClass":
             inp.notes.append(f"{d.where}: kind {kind!r} ignored")
+    if not inp.selectors:
+        owned = sum(
+            1
+            for p in (*inp.bound.values(), *inp.pending.values())
+            if p.owner_kind_uid and p.owner_kind_uid[0] in SELECTOR_KINDS
+        )
+        if owned:
+            inp.notes.append(
+                f"{owned} pod(s) are owned by ReplicaSets, ReplicationControllers or "
+                "StatefulSets, but the input has no Services, ReplicationControllers, "
+                "ReplicaSets or StatefulSets: system default topology spreading selects pods "
+                "through those objects (as kube-scheduler), so it applies to none here; "
+                f"dump them too: {DUMP_COMMAND}"
+            )
     for pod in inp.bound.values():
         if pod.node_name not in inp.nodes:
             inp.notes.append(
@@ -270,6 +297,8 @@ class _Simulation:
             core.on_priority_class_set(pc)
         for node in self.inp.nodes.values():
             core.on_node_add(node)
+        for kind, rec in self.inp.selectors:
+            core.on_selector_object_set(kind, rec)
         for pod in self.inp.bound.values():
             core.on_pod_add(pod)
         self._sync_pdbs(deleted=())

@@ -47,6 +47,13 @@ RESOURCES = {
         "PodDisruptionBudget", "/apis/policy/v1/poddisruptionbudgets", namespaced=True
     ),
     "pods": Resource("Pod", "/api/v1/pods", namespaced=True),
+    # The selectors of system default spreading (upstream's DefaultSelector).
+    "services": Resource("Service", "/api/v1/services", namespaced=True),
+    "replicationcontrollers": Resource(
+        "ReplicationController", "/api/v1/replicationcontrollers", namespaced=True
+    ),
+    "replicasets": Resource("ReplicaSet", "/apis/apps/v1/replicasets", namespaced=True),
+    "statefulsets": Resource("StatefulSet", "/apis/apps/v1/statefulsets", namespaced=True),
 }
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
 
@@ -113,7 +120,13 @@ class LiveScheduler:
             "nodes": self._informer("nodes", d.node, h.node),
             "poddisruptionbudgets": self._informer("poddisruptionbudgets", d.pdb, h.pdb),
             "pods": self._informer("pods", d.pod, self._on_pod, on_error=h.pod_rejected),
+            "services": self._informer("services", d.service, h.selector_object("Service")),
         }
+        for kind in ("replicationcontrollers", "replicasets", "statefulsets"):
+            name = RESOURCES[kind].kind
+            self.informers[kind] = self._informer(
+                kind, d.selector_object(name), h.selector_object(name)
+            )
 
     def _informer(
         self,

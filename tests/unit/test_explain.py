@@ -34,6 +34,8 @@ class Cluster:
             "PodDisruptionBudget": "poddisruptionbudgets",
             "PriorityClass": "priorityclasses",
             "Namespace": "namespaces",
+            "ReplicaSet": "replicasets",
+            "Service": "services",
         }
         for o in objs:
             self.objs[plural[o["kind"]]].append(o)
@@ -465,3 +467,36 @@ def _state(core: SchedulerCore, pod: PodInfo) -> CycleState:
     _, st = core.framework.run_pre_filter(state, pod, core.snapshot)
     assert st.is_success()
     return state
+
+
+def test_default_spreading_scores_come_from_the_listed_replicasets_and_services() -> None:
+    """The PodTopologySpread score of an owned pod depends on whether its ReplicaSet is
+    listed (upstream's DefaultSelector): 3 peers on n1 make n1 score lower than n2."""
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-rs", "uid": "u1"}]
+    owner[0]["controller"] = True  # type: ignore[assignment]
+
+    def owned(b: Any) -> dict[str, Any]:
+        o: dict[str, Any] = b.label("app", "web").obj()
+        o["metadata"]["ownerReferences"] = owner
+        return o
+
+    rs = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web-rs", "namespace": "default", "uid": "u1"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+    }
+    objs = [node("n1", cpu="8").obj(), node("n2", cpu="8").obj()]
+    objs += [owned(running(f"w{i}", "n1", cpu="100m")) for i in range(3)]
+    objs.append(owned(make_pod("p").req(cpu="100m")))
+
+    def spread(*extra: dict[str, Any]) -> dict[str, int | None]:
+        e = Cluster(*objs, *extra).explain("default/p")
+        return {
+            s.node: {p.plugin: p.score for p in s.plugins}.get("PodTopologySpread")
+            for s in e.scores
+        }
+
+    with_rs = spread(rs)
+    assert with_rs["n2"] > with_rs["n1"]  # type: ignore[operator]
+    assert spread() == {"n1": None, "n2": None}  # nothing selects the peers: PTS skips

@@ -875,3 +875,41 @@ def test_strict_pdb_policy_in_simulate(sim: Any, tmp_path: Path) -> None:
     assert "pdbPolicy: Strict" in strict.json["decisions"][-1]["message"]
     best_effort = sim(*objs)
     assert best_effort.json["evicted"] == ["default/db-0"]
+
+
+def _owned_by_rs(obj: dict[str, Any], app: str) -> dict[str, Any]:
+    obj["metadata"].setdefault("labels", {})["app"] = app
+    obj["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{app}-rs", "uid": f"{app}-uid"}
+        | {"controller": True}
+    ]
+    return obj
+
+
+def _replicaset(app: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": f"{app}-rs", "namespace": "default", "uid": f"{app}-uid"},
+        "spec": {"selector": {"matchLabels": {"app": app}}},
+    }
+
+
+def test_system_default_spreading_selects_through_the_dumps_replicasets(sim: Any) -> None:
+    """As kube-scheduler: the pending pod's ReplicaSet selects its peers (3 on n1), so the
+    default hostname constraint steers it to n2, where 3 pods of another app use the same
+    room. Without the ReplicaSet in the dump, nothing selects them: a note says so."""
+    objs = [node("n1", cpu="8"), node("n2", cpu="8")]
+    objs += [_owned_by_rs(bound(f"web-{i}", "n1"), "web") for i in range(3)]
+    objs += [_owned_by_rs(bound(f"db-{i}", "n2"), "db") for i in range(3)]
+    new = _owned_by_rs(pending("web-new").obj(), "web")
+    for seed in range(6):  # without the ReplicaSets, seeds 1-4 pick n1 (a score tie)
+        r = sim(*objs, _replicaset("web"), _replicaset("db"), new, args=("--seed", str(seed)))
+        assert r.code == 0, r.err
+        assert r.json["placements"] == {"default/web-new": "n2"}, seed
+        assert "system default topology spreading" not in r.err
+    r = sim(*objs, new, args=("--seed", "1"))
+    assert r.code == 0, r.err
+    assert r.json["placements"] == {"default/web-new": "n1"}
+    assert "7 pod(s) are owned by ReplicaSets" in r.err
+    assert "replicasets,statefulsets -A -o json" in r.err

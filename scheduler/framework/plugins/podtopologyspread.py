@@ -29,10 +29,11 @@ Default constraints. A pod without constraints of its own gets the configured de
 upstream's system defaults are hostname maxSkew 3 and zone maxSkew 5, both ScheduleAnyway —
 whose selector upstream derives from the Services, ReplicaSets, ReplicationControllers and
 StatefulSets selecting the pod. With the cluster's Services and workload controllers
-(``selectors``, fed by ``SchedulerCore.on_selector_object_set``; the core uses them when
-built with ``upstream_default_selector=True``) the selector is upstream's
-(``helper.default_selector``). APPROXIMATION otherwise (no such objects loaded): a
-defaulted constraint selects the pods that share the incoming pod's *controller owner*
+(``selectors``, fed by ``SchedulerCore.on_selector_object_set``; the core uses them unless
+built with ``upstream_default_selector=False``; ``run`` watches them, ``simulate`` and
+``explain`` load them) the selector is upstream's (``helper.default_selector``). The
+earlier APPROXIMATION, kept for benchmarks (``selectors=None``): a defaulted constraint
+selects the pods that share the incoming pod's *controller owner*
 (same kind and uid in ``ownerReferences``), and only when that owner is a ReplicaSet,
 ReplicationController or StatefulSet; other pods get no default constraints. Matching the
 owner rather than the pod's labels keeps StatefulSet siblings (whose per-pod labels differ)

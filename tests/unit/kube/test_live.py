@@ -516,3 +516,39 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
         assert sampled, "no sampled plugin durations in 13 cycles"
 
     _run(go())
+
+
+def test_selector_objects_reach_system_default_spreading_through_their_informers() -> None:
+    """Services and workload controllers are watched (their LIST items carry no kind), fed
+    to the core's default-selector store, and forgotten when deleted."""
+
+    async def go() -> None:
+        h = Harness()
+        rs = {
+            "metadata": {"name": "web-5d9c", "namespace": "default", "uid": "rs-uid"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        }
+        svc = {
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"tier": "front"}},
+        }
+        h.event("replicasets", "ADDED", rs)
+        h.event("services", "ADDED", svc)
+        store = h.core.selector_objects
+        assert store.controllers[("ReplicaSet", "default", "web-5d9c")].uid == "rs-uid"
+        assert store.services["default"]["web"].selector == (("tier", "front"),)
+        selector = store.default_selector(
+            "default", {"app": "web", "tier": "front"}, ("ReplicaSet", "rs-uid")
+        )
+        assert selector is not None
+        assert dict(selector.match_labels) == {"tier": "front"}  # the Service's map
+        assert [(r.key, r.operator, set(r.values)) for r in selector.match_expressions] == [
+            ("app", "In", {"web"})  # the ReplicaSet's matchLabels, as requirements
+        ]
+        h.event("replicasets", "DELETED", rs)
+        h.event("services", "DELETED", svc)
+        assert not store.controllers and not store.services
+        for kind in ("replicationcontrollers", "statefulsets"):
+            assert kind in h.live.informers
+
+    _run(go())

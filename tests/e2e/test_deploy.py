@@ -149,6 +149,7 @@ def test_manifests_and_examples_pass_a_server_side_dry_run(
         [
             "ServiceAccount",
             "ClusterRole",
+            "ClusterRole",  # py-scheduler-metrics-reader, for scrapers
             "ClusterRoleBinding",
             "Role",
             "RoleBinding",

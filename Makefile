@@ -10,8 +10,8 @@ CLUSTER := $(PY) hack/localcluster.py
 # Fake nodes that `make run` and `make cluster-up` create in the local control plane.
 RUN_NODES ?= 3
 # `make bench`: sizes of the cluster benchmark (small: 100 nodes / 1000 pods, large: 1000 /
-# 5000, both), where the report goes, extra flags for benchmarks/cluster_bench.py.
-BENCH_SIZE ?= both
+# 5000, xl: 5000 / 10000; both = small,large; all = small,large,xl; or a list), where the report goes, extra flags for benchmarks/cluster_bench.py.
+BENCH_SIZE ?= all
 BENCH_OUT ?= benchmarks/results/latest
 BENCH_ARGS ?=
 # The container image and the kind path (docs/deploy.md).
@@ -95,7 +95,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,bench]'
 	touch $@
 
-bench: install binaries $(VENV)/.bench-installed ## in-process core + cluster vs kube-scheduler (BENCH_SIZE=small|large|both)
+bench: install binaries $(VENV)/.bench-installed ## in-process core + cluster vs kube-scheduler (BENCH_SIZE=small|large|xl|both|all or a list)
 	@mkdir -p $(BENCH_OUT)
 	$(PY) benchmarks/core_bench.py --json $(BENCH_OUT)/core.json
 	$(PY) benchmarks/cluster_bench.py --size $(BENCH_SIZE) --out $(BENCH_OUT) \

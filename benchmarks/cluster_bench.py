@@ -15,6 +15,10 @@ namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
    time until all are bound, victims per preemptor, preemptors that took more than needed.
 3. memory: each scheduler process's peak RSS (VmHWM) at the end of every run.
 
+4. deployments: pods made by kube-controller-manager for real Deployments (50 replicas each)
+   with a headless Service and a PDB each, in three PriorityClasses; the scheduler watches
+   the Services and ReplicaSets (system default spreading), as in production.
+
 Each scenario runs with both schedulers at their shipped client QPS/burst defaults (50/100)
 and with an equal unthrottled client (5000/5000). py-scheduler is profiled (py-spy, else
 cProfile) in one extra throughput run at the largest size.
@@ -24,8 +28,8 @@ plots. `make bench` runs benchmarks/core_bench.py first and passes its JSON with
 so that one report holds both.
 
 Usage:
-    python benchmarks/cluster_bench.py [--size small|large|both] [--out DIR]
-        [--scenarios throughput,preemption] [--modes defaults,equal] [--schedulers kube,py]
+    python benchmarks/cluster_bench.py [--size small|large|xl|both|all|LIST] [--out DIR]
+        [--scenarios throughput,deployments,preemption] [--modes defaults,equal] [--schedulers kube,py]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
 """
@@ -106,7 +110,14 @@ SIZES = {
     "tiny": Size("tiny", nodes=10, pods=100, preempt_nodes=10),  # a smoke test of the script
     "small": Size("small", nodes=100, pods=1000, preempt_nodes=100),
     "large": Size("large", nodes=1000, pods=5000, preempt_nodes=500),
+    # scheduler_perf's SchedulingBasic shape (5000 nodes, 10000 pods).
+    "xl": Size("xl", nodes=5000, pods=10000, preempt_nodes=1000),
 }
+# --size: one name, a comma-separated list, "both" (small,large) or "all" (small,large,xl).
+SIZE_GROUPS = {"both": ("small", "large"), "all": ("small", "large", "xl")}
+# The deployments scenario: Deployments of this many replicas, in these PriorityClasses.
+DEPLOYMENT_REPLICAS = 50
+DEPLOYMENT_CLASSES = (("bench-dep-low", 10), ("bench-dep-mid", 100), ("bench-dep-high", 1000))
 
 
 def log(message: str) -> None:
@@ -1042,6 +1053,175 @@ class Bench:
         )
         return record
 
+    # ---------------------------------------------------------------- deployments
+    def ensure_deployment_classes(self) -> None:
+        for name, value in DEPLOYMENT_CLASSES:
+            body = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name, "labels": {"bench": BENCH_LABEL}},
+                "value": value,
+                "description": "py-scheduler cluster benchmark: the deployments scenario",
+            }
+            self.client.request(
+                "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body, allow=(409,)
+            )
+
+    def deployment_objects(self, index: int, scheduler_name: str) -> list[tuple[str, Any]]:
+        """A Deployment (pods of the throughput shape, named dep-...), its headless Service
+        and its PodDisruptionBudget: (collection path suffix, body) in creation order."""
+        app = f"dep-{index:03d}"
+        labels = {"app": app, "bench": BENCH_LABEL}
+        klass = DEPLOYMENT_CLASSES[index % len(DEPLOYMENT_CLASSES)][0]
+        pod = pod_body(app, scheduler_name, priority_class=klass)
+        template = {"metadata": {"labels": dict(labels)}, "spec": pod["spec"]}
+        return [
+            (
+                "/api/v1/namespaces/{ns}/services",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {"name": app, "labels": labels},
+                    "spec": {
+                        "clusterIP": "None",
+                        "selector": {"app": app},
+                        "ports": [{"port": 80}],
+                    },
+                },
+            ),
+            (
+                "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
+                {
+                    "apiVersion": "policy/v1",
+                    "kind": "PodDisruptionBudget",
+                    "metadata": {"name": app, "labels": labels},
+                    "spec": {"maxUnavailable": "10%", "selector": {"matchLabels": {"app": app}}},
+                },
+            ),
+            (
+                "/apis/apps/v1/namespaces/{ns}/deployments",
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": app, "labels": labels},
+                    "spec": {
+                        "replicas": DEPLOYMENT_REPLICAS,
+                        "selector": {"matchLabels": {"app": app}},
+                        "template": template,
+                    },
+                },
+            ),
+        ]
+
+    def deployments(self, size: Size, mode: str, which: str) -> dict[str, Any]:
+        """Pods created by kube-controller-manager for real Deployments (with Services,
+        PDBs and mixed PriorityClasses): the shape of production workloads."""
+        run_id, run_dir = self._new_run("deployments", size, mode, which)
+        count = max(1, size.pods // DEPLOYMENT_REPLICAS)
+        pods = count * DEPLOYMENT_REPLICAS
+        log(
+            f"{run_id}: deployments, {which}, {size.nodes} nodes, {count} Deployments x "
+            f"{DEPLOYMENT_REPLICAS} replicas, client QPS {mode}"
+        )
+        self.ensure_deployment_classes()
+        ns = self.fresh_namespace(run_id)
+        self.fresh_nodes(size.nodes, run_id)
+        proc = self.start_scheduler(which, self._qps(mode), run_dir, None)
+        watch = PodWatch(self.client, ns).start()
+        record: dict[str, Any] = {
+            "scenario": "deployments",
+            "size": size.name,
+            "qps_mode": mode,
+            "qps": self._qps(mode) or 50,
+            "burst": self._qps(mode) or 100,
+            "scheduler": which,
+            "nodes": size.nodes,
+            "pods": pods,
+            "deployments": count,
+            "profiled": False,
+        }
+        try:
+            self.warm_up(ns, proc, watch)
+            objs = [
+                o for i in range(count) for o in self.deployment_objects(i, proc.scheduler_name)
+            ]
+            record["loadavg_before"] = loadavg()
+            cpu0 = proc.cpu_seconds() or 0.0
+            first = time.time()
+
+            def create(item: tuple[str, Any]) -> None:
+                path, body = item
+                self.client.request("POST", path.format(ns=ns), body, allow=(409,))
+
+            self._parallel(create, objs, self.args.client_threads)
+            timeout = self.args.timeout or (300 + pods / 5)
+            complete = watch.wait_until(lambda: watch.count("dep", "bound") >= pods, timeout, proc)
+            record["loadavg_after"] = loadavg()
+            record["vmhwm_kib"] = proc.vmhwm_kib()
+            cpu1 = proc.cpu_seconds()
+            record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
+            if cpu1 is not None:
+                record["cpu_ms_per_pod"] = round(1000 * (cpu1 - cpu0) / pods, 2)
+        finally:
+            proc.stop()
+            watch.stop()
+        recs = {n: r for n, r in watch.pods.items() if _group(n) == "dep"}
+        bound = {n: r for n, r in recs.items() if r.bound}
+        last = max((r.bound for r in bound.values() if r.bound), default=None)
+        added = [r.added for r in recs.values() if r.added]
+        client_lat = [r.bound - r.added for r in bound.values() if r.bound and r.added]
+        items, _ = self.client.list_all(f"/api/v1/namespaces/{ns}/pods")
+        server_lat = [
+            x
+            for x in (_server_latency(p) for p in items if _group(p["metadata"]["name"]) == "dep")
+            if x is not None
+        ]
+        usage = H.node_cpu_usage(
+            (r.node, _group(k), r.deleting is None) for k, r in watch.pods.items() if r.bound
+        )
+        record["overcommitted_nodes"] = sum(1 for m in usage.values() if m > NODE_CPU_MILLI)
+        record.update(
+            complete=complete,
+            bound=len(bound),
+            create_seconds=None if not added else round(max(added) - first, 2),
+            span_seconds=None if last is None else round(last - first, 2),
+            pods_per_second=None if last is None else round(len(bound) / (last - first), 1),
+            latency_client=H.summarize(client_lat),
+            latency_server=H.summarize(server_lat, digits=1),
+            latency_client_sketch=H.quantile_sketch(client_lat),
+            latency_server_sketch=H.quantile_sketch(server_lat, digits=1),
+            bound_curve=H.completion_curve([r.bound for r in bound.values() if r.bound], first),
+            created_curve=H.completion_curve(added, first),
+            watch_errors=watch.errors[:5],
+            log=str(proc.log_path),
+        )
+        self.drop_deployments(ns)
+        self.drop_namespace(ns)
+        log(
+            f"{run_id}: {record['bound']}/{pods} bound, {record['pods_per_second']} pods/s, "
+            f"p50 {record['latency_client']['p50']} s, p99 {record['latency_client']['p99']} s, "
+            f"CPU {record.get('cpu_ms_per_pod')} ms/pod, "
+            f"VmHWM {(record.get('vmhwm_kib') or 0) // 1024} MiB"
+        )
+        return record
+
+    def drop_deployments(self, ns: str) -> None:
+        """Deployments and their ReplicaSets first, or the controllers would replace the pods
+        drop_namespace deletes. Best effort, like drop_namespace."""
+        for path in (
+            f"/apis/apps/v1/namespaces/{ns}/deployments",
+            f"/apis/apps/v1/namespaces/{ns}/replicasets",
+        ):
+            try:
+                self.client.request(
+                    "DELETE",
+                    path,
+                    {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Orphan"},
+                    allow=(404,),
+                )
+            except (ApiError, OSError, http.client.HTTPException) as err:
+                log(f"warning: deleting {path}: {err}")
+
     # ---------------------------------------------------------------- preemption
     def preemption(self, size: Size, mode: str, which: str) -> dict[str, Any]:
         run_id, run_dir = self._new_run("preemption", size, mode, which)
@@ -1189,7 +1369,7 @@ class Bench:
 
     def run(self) -> None:
         args = self.args
-        sizes = [SIZES[s] for s in (("small", "large") if args.size == "both" else (args.size,))]
+        sizes = [SIZES[s] for s in size_names(args.size)]
         modes = [m for m in args.modes.split(",") if m]
         scheds = [{"kube": H.KUBE, "py": H.PY}[s] for s in args.schedulers.split(",") if s]
         scenarios = [s for s in args.scenarios.split(",") if s]
@@ -1237,6 +1417,8 @@ class Bench:
         try:
             if scenario == "throughput":
                 return self.throughput(size, mode, which)
+            if scenario == "deployments":
+                return self.deployments(size, mode, which)
             return self.preemption(size, mode, which)
         except Exception as err:
             log(f"run failed: {err}")
@@ -1581,9 +1763,18 @@ def write_report(results: dict[str, Any], out_dir: Path) -> None:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--size", choices=("tiny", "small", "large", "both"), default="small")
+    ap.add_argument(
+        "--size",
+        type=size_names,
+        default="small",
+        help=f"{', '.join(SIZES)}, a comma-separated list, both (small,large) or all",
+    )
     ap.add_argument("--out", default=str(BENCH_DIR / "results" / "latest"))
-    ap.add_argument("--scenarios", default="throughput,preemption")
+    ap.add_argument(
+        "--scenarios",
+        default="throughput,deployments,preemption",
+        help="throughput, deployments, preemption (comma-separated)",
+    )
     ap.add_argument("--modes", default="defaults,equal", help="client QPS passes")
     ap.add_argument("--schedulers", default="kube,py")
     ap.add_argument("--preemption-rate", type=float, default=10.0, help="preemptors per second")
@@ -1609,6 +1800,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--replot", metavar="DIR", help="only re-render results.md and plots of DIR")
     return ap.parse_args(argv)
+
+
+def size_names(text: str | Sequence[str]) -> tuple[str, ...]:
+    """--size: a name, a comma-separated list, or a group; unknown names are an error."""
+    if not isinstance(text, str):
+        return tuple(text)
+    names: list[str] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        for name in SIZE_GROUPS.get(part, (part,)):
+            if name not in SIZES:
+                known = ", ".join([*SIZES, *SIZE_GROUPS])
+                raise argparse.ArgumentTypeError(f"unknown size {name!r} (known: {known})")
+            if name not in names:
+                names.append(name)
+    if not names:
+        raise argparse.ArgumentTypeError("no size given")
+    return tuple(names)
 
 
 def wait_quiet(threshold: float, max_wait: float = 600.0) -> None:

@@ -135,8 +135,26 @@ def _run(scenario: str, mode: str, sched: str, **metrics: Any) -> dict[str, Any]
 RUNS = [
     _run("throughput", "defaults", H.KUBE, pods_per_second=50.0, vmhwm_kib=100 * 1024),
     _run("throughput", "defaults", H.PY, pods_per_second=40.0, vmhwm_kib=120 * 1024),
-    _run("throughput", "equal", H.KUBE, pods_per_second=200.0, vmhwm_kib=110 * 1024),
-    _run("throughput", "equal", H.PY, pods_per_second=180.0, vmhwm_kib=200 * 1024),
+    _run(
+        "throughput",
+        "equal",
+        H.KUBE,
+        pods_per_second=200.0,
+        vmhwm_kib=110 * 1024,
+        cpu_ms_per_pod=2.5,
+        latency_client={"p50": 1.0, "p99": 2.0},
+    ),
+    _run(
+        "throughput",
+        "equal",
+        H.PY,
+        pods_per_second=180.0,
+        vmhwm_kib=200 * 1024,
+        cpu_ms_per_pod=3.0,
+        latency_client={"p50": 1.0, "p99": 1.5},
+    ),
+    _run("deployments", "equal", H.KUBE, pods_per_second=90.0, cpu_ms_per_pod=4.0),
+    _run("deployments", "equal", H.PY, pods_per_second=95.0, cpu_ms_per_pod=3.6),
     _run(
         "preemption",
         "equal",
@@ -164,7 +182,14 @@ def test_compute_ratios_against_the_targets() -> None:
     assert by_key[("throughput py/kube", "defaults")]["value"] == 0.8
     assert by_key[("throughput py/kube", "defaults")]["met"] is False  # target >= 1.0
     assert by_key[("throughput py/kube", "equal")]["value"] == 0.9
-    assert by_key[("throughput py/kube", "equal")]["met"] is True  # target >= 0.8
+    assert by_key[("throughput py/kube", "equal")]["met"] is False  # target >= 1.0
+    assert by_key[("CPU ms/pod py/kube", "equal")]["value"] == 1.2
+    assert by_key[("CPU ms/pod py/kube", "equal")]["met"] is False  # target <= 1.0
+    assert by_key[("latency p99 py/kube", "equal")]["value"] == 0.75
+    assert by_key[("latency p99 py/kube", "equal")]["met"] is True
+    assert by_key[("throughput py/kube (deployments)", "equal")]["met"] is True
+    assert by_key[("CPU ms/pod py/kube (deployments)", "equal")]["value"] == 0.9
+    assert by_key[("CPU ms/pod py/kube (deployments)", "equal")]["met"] is True
     assert by_key[("preemption completion kube/py", "equal")]["value"] == 0.89
     assert by_key[("preemption completion kube/py", "equal")]["met"] is True
     assert by_key[("victims per preemptor py - kube", "equal")]["met"] is True

@@ -10,7 +10,8 @@ CLUSTER := $(PY) hack/localcluster.py
 # Fake nodes that `make run` and `make cluster-up` create in the local control plane.
 RUN_NODES ?= 3
 # `make bench`: sizes of the cluster benchmark (small: 100 nodes / 1000 pods, large: 1000 /
-# 5000, xl: 5000 / 10000; both = small,large; all = small,large,xl; or a list), where the report goes, extra flags for benchmarks/cluster_bench.py.
+# 5000, xl: 5000 / 10000; both = small,large; all = small,large,xl; or a list), where the
+# report goes, extra flags for benchmarks/cluster_bench.py.
 BENCH_SIZE ?= all
 BENCH_OUT ?= benchmarks/results/latest
 BENCH_ARGS ?=

@@ -29,7 +29,8 @@ so that one report holds both.
 
 Usage:
     python benchmarks/cluster_bench.py [--size small|large|xl|both|all|LIST] [--out DIR]
-        [--scenarios throughput,deployments,preemption] [--modes defaults,equal] [--schedulers kube,py]
+        [--scenarios throughput,deployments,preemption] [--modes defaults,equal]
+        [--schedulers kube,py]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
 """

@@ -10,7 +10,8 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
+from typing import Any
 
 from scheduler import __version__
 from scheduler.config import ConfigError, load_config
@@ -123,7 +124,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from scheduler.operator import run
 
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
-    return asyncio.run(run(config, kubeconfig=kubeconfig, leader_elect=leader_elect))
+    return _run_loop(run(config, kubeconfig=kubeconfig, leader_elect=leader_elect))
+
+
+def _run_loop(main: Coroutine[Any, Any, int]) -> int:
+    """The scheduler's event loop: uvloop (libuv; its transports and SSL cost less CPU per
+    request and per watch line than asyncio's own loop, see docs/benchmarks.md) unless
+    PY_SCHEDULER_LOOP=asyncio asks for the standard loop."""
+    if os.environ.get("PY_SCHEDULER_LOOP", "uvloop") == "asyncio":
+        return asyncio.run(main)
+    import uvloop
+
+    return uvloop.run(main)
 
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
@@ -134,7 +146,6 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 def _cmd_explain(args: argparse.Namespace) -> int:
     import json
-    from typing import Any
 
     from scheduler.errors import ApiCallError
     from scheduler.explain import ExplainError, explain

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging as _stdlib_logging
 import sys
 
+import orjson
 import structlog
 
 __all__ = ["configure_logging"]
@@ -31,18 +32,29 @@ def configure_logging(verbosity: int = 0, *, json_logs: bool | None = None) -> N
         if json_logs
         else structlog.dev.ConsoleRenderer(colors=False)
     )
-    # Our records go through the standard library's logging too, so that one handler (and
-    # its lock) writes every line: the client's worker threads and kopf log concurrently.
-    structlog.configure(
-        processors=[
-            *shared,
-            structlog.processors.StackInfoRenderer(),
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.stdlib.LoggerFactory(),
-        cache_logger_on_first_use=True,
-    )
+    # Our own records skip the standard library: rendered by orjson and written to stderr in
+    # one write per line (structlog's BytesLogger, with a lock per file). Going through a
+    # logging.Handler and json cost ~6% of the scheduler's CPU at one line per bound pod.
+    # Records of other libraries' loggers (kopf, aiohttp) still take the handler below.
+    ours: list[structlog.typing.Processor] = [
+        *shared,
+        structlog.processors.StackInfoRenderer(),
+        structlog.processors.format_exc_info,
+    ]
+    if json_logs:
+        structlog.configure(
+            processors=[*ours, structlog.processors.JSONRenderer(serializer=orjson.dumps)],
+            wrapper_class=structlog.make_filtering_bound_logger(level),
+            logger_factory=structlog.BytesLoggerFactory(sys.stderr.buffer),
+            cache_logger_on_first_use=True,
+        )
+    else:
+        structlog.configure(
+            processors=[*ours, renderer],
+            wrapper_class=structlog.make_filtering_bound_logger(level),
+            logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+            cache_logger_on_first_use=True,
+        )
     handler = _stdlib_logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(

@@ -347,6 +347,8 @@ class _Simulation:
             self._sync_pdbs(deleted=deleted)
 
     def _sync_pdbs(self, *, deleted: Sequence[PodInfo]) -> None:
+        if not self.inp.pdbs:
+            return  # nothing to keep current (and no list of every bound pod to build)
         bound = list(self.bound.values())
         for key, spec in self.inp.pdbs.items():
             current = self.core.pdbs.get(key)

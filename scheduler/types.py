@@ -559,7 +559,106 @@ def _pod_level_supported(name: str) -> bool:
     return name in _POD_LEVEL_NAMES or name.startswith("hugepages-")
 
 
+class _NoKey(Exception):
+    """Inputs that ``_requests_key`` does not describe exactly: parse them uncached."""
+
+
+def _rl_key(raw: Any) -> tuple[tuple[str, str | int], ...] | None:
+    """A ResourceList as a hashable key: None when absent. Only string names and string or
+    integer quantities (never a bool, which equals 1 but is no quantity) are described."""
+    if raw is None:
+        return None
+    if type(raw) is not dict:
+        raise _NoKey
+    items = tuple(raw.items())
+    for k, v in items:
+        if type(k) is not str or (type(v) is not str and type(v) is not int):
+            raise _NoKey
+    return items
+
+
+def _requests_key(spec: Obj, status: Obj) -> tuple[Any, ...]:
+    """Everything ``_compute_pod_requests`` reads, as a hashable key: equal keys mean equal
+    inputs, so equal results. Raises ``_NoKey`` for any shape or type it does not describe
+    (those pods are parsed uncached, and their errors raised there). Runtime complexity:
+    O(containers + requests)."""
+    if type(spec) is not dict or type(status) is not dict:
+        raise _NoKey
+    infeasible = False
+    for cond in status.get("conditions") or ():
+        if type(cond) is not dict:
+            raise _NoKey
+        if cond.get("type") == "PodResizePending":
+            infeasible = cond.get("reason") == "Infeasible"
+            break
+    statuses: dict[Any, tuple[Any, Any]] = {}
+    for group in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(group) or ():
+            if type(cs) is not dict:
+                raise _NoKey
+            res = cs.get("resources")
+            if res is not None and type(res) is not dict:
+                raise _NoKey
+            actual = (res or {}).get("requests")
+            statuses[str(cs.get("name", ""))] = (_rl_key(cs.get("allocatedResources")), actual)
+    containers: list[Any] = [infeasible]
+    for group, init in (("containers", False), ("initContainers", True)):
+        for c in spec.get(group) or ():
+            if type(c) is not dict:
+                raise _NoKey
+            res = c.get("resources")
+            if res is not None and type(res) is not dict:
+                raise _NoKey
+            found = statuses.get(str(c.get("name", ""))) if statuses else None
+            containers.append(
+                (
+                    init,
+                    init and c.get("restartPolicy") == "Always",
+                    _rl_key((res or {}).get("requests")),
+                    None if found is None else found[0],
+                    None if found is None else _rl_key(found[1]),
+                )
+            )
+    pod_res = status.get("resources")
+    if pod_res is not None and type(pod_res) is not dict:
+        raise _NoKey
+    level = spec.get("resources")
+    if level is not None and type(level) is not dict:
+        raise _NoKey
+    return (
+        tuple(containers),
+        _rl_key(status.get("allocatedResources")),
+        pod_res is not None,
+        _rl_key((pod_res or {}).get("requests")),
+        _rl_key((level or {}).get("requests")),
+        _rl_key(spec.get("overhead")),
+    )
+
+
+# Parsed requests by ``_requests_key``: the pods of one workload share their containers'
+# resources, so a cluster holds few distinct keys. Bounded; cleared when full.
+_REQUESTS_CACHE: dict[tuple[Any, ...], tuple[Resource, int, int]] = {}
+_REQUESTS_CACHE_LIMIT = 4096
+
+
 def _pod_requests(spec: Obj, status: Obj, obj: str) -> tuple[Resource, int, int]:
+    """``_compute_pod_requests``, remembered by ``_requests_key``. Every call returns its own
+    copy of the Resource (a caller may change it). Runtime complexity: O(containers)."""
+    try:
+        key = _requests_key(spec, status)
+    except (_NoKey, TypeError, AttributeError):
+        return _compute_pod_requests(spec, status, obj)  # raises its own error, if any
+    hit = _REQUESTS_CACHE.get(key)
+    if hit is None:
+        hit = _compute_pod_requests(spec, status, obj)
+        if len(_REQUESTS_CACHE) >= _REQUESTS_CACHE_LIMIT:
+            _REQUESTS_CACHE.clear()
+        _REQUESTS_CACHE[key] = hit
+    total, nz_cpu, nz_mem = hit
+    return total.copy(), nz_cpu, nz_mem
+
+
+def _compute_pod_requests(spec: Obj, status: Obj, obj: str) -> tuple[Resource, int, int]:
     """Effective requests plus non-zero cpu/memory, as the scheduler's
     ``PodInfo.CalculateResource`` (``resourcehelper.PodRequests`` with in-place resize and
     pod-level resources, both on by default in 1.37)."""

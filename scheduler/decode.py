@@ -229,7 +229,7 @@ def _guard(kind: str, raw: Raw, parse: Callable[[Raw], Any]) -> Any:
     all of them) on the fast path."""
     for part in ("metadata", "spec", "status"):
         value = raw.get(part)
-        if value is not None and not isinstance(value, Mapping):
+        if value is not None and type(value) is not dict and not isinstance(value, Mapping):
             who = f"{kind} {_name_of(kind, raw)}"
             raise ParseError(who, part, f"expected a map, got {type(value).__name__}")
     try:
@@ -314,7 +314,7 @@ class Document:
 
 def _check_object(obj: Any, where: str) -> Mapping[str, Any]:
     """The shape every object needs before its kind's parser looks at it."""
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):
         raise InputError(f"{where}: expected a mapping, got {type(obj).__name__}")
     kind = obj.get("kind")
     if kind is None:
@@ -323,7 +323,7 @@ def _check_object(obj: Any, where: str) -> Mapping[str, Any]:
         raise InputError(f"{where}: kind: expected a string, got {kind!r}")
     for part in ("metadata", "spec", "status"):
         value = obj.get(part)
-        if value is not None and not isinstance(value, Mapping):
+        if value is not None and type(value) is not dict and not isinstance(value, Mapping):
             raise InputError(f"{where}: {part}: expected a mapping, got {type(value).__name__}")
     return obj
 

@@ -156,7 +156,7 @@ def _parse_resource_list(raw: Any, where: str, obj: str) -> ResourceList:
     """Parse a ResourceList ({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}) exactly."""
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise ParseError(obj, where, f"expected a map of resource quantities, got {raw!r}")
     out: ResourceList = {}
     for name, q in raw.items():
@@ -835,7 +835,7 @@ def pod_from_dict(
     who = f"Pod {ns}/{name or '<unnamed>'}"
     if not name:
         raise ParseError(who, "metadata.name", "missing")
-    if not isinstance(spec, Mapping):
+    if type(spec) is not dict and not isinstance(spec, Mapping):
         raise ParseError(who, "spec", "expected a map")
 
     class_name = str(spec.get("priorityClassName") or "")
@@ -929,10 +929,10 @@ def pod_from_dict(
             disruption = True
             disruption_reason = str(c.get("reason") or "")
     node_selector = spec.get("nodeSelector") or {}
-    if not isinstance(node_selector, Mapping):
+    if type(node_selector) is not dict and not isinstance(node_selector, Mapping):
         raise ParseError(who, "spec.nodeSelector", "expected a map of strings")
     labels = meta.get("labels") or {}
-    if not isinstance(labels, Mapping):
+    if type(labels) is not dict and not isinstance(labels, Mapping):
         raise ParseError(who, "metadata.labels", "expected a map of strings")
     gates = _scheduling_gates(spec.get("schedulingGates"), who)
 

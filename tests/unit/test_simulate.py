@@ -875,3 +875,21 @@ def test_strict_pdb_policy_in_simulate(sim: Any, tmp_path: Path) -> None:
     assert "pdbPolicy: Strict" in strict.json["decisions"][-1]["message"]
     best_effort = sim(*objs)
     assert best_effort.json["evicted"] == ["default/db-0"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param((), id="plain run"),
+        pytest.param(("--cordon", "n1"), id="what-if run"),
+        pytest.param(("-f", "/nonexistent.yaml"), id="bad input"),
+    ],
+)
+def test_the_garbage_collector_is_left_as_it_was_found(sim: Any, args: tuple[str, ...]) -> None:
+    """simulate pauses and freezes the collector while it loads (see ``main``)."""
+    import gc
+
+    assert gc.isenabled()
+    sim(node("n1"), make_pod("p").req(cpu="1").obj(), args=args)
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0

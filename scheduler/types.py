@@ -1238,6 +1238,7 @@ class NodeInfo:
         "node",
         "non_zero_cpu",
         "non_zero_mem",
+        "owner_pods",
         "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
@@ -1258,6 +1259,10 @@ class NodeInfo:
         # How many of the pods a selector (with namespace and owner) matches, remembered by
         # PodTopologySpread for this version of the node; any pod change clears it.
         self.match_counts: dict[Any, int] | None = None
+        # The pods by controller owner (kind, uid), grouped by PodTopologySpread on first
+        # use for this version of the node, so that counting a workload's pods reads only
+        # that workload's; any pod change clears it.
+        self.owner_pods: dict[tuple[str, str] | None, list[PodInfo]] | None = None
 
     @property
     def name(self) -> str:
@@ -1287,6 +1292,7 @@ class NodeInfo:
             self.pods_with_required_anti_affinity += 1
         self.generation = generation
         self.match_counts = None
+        self.owner_pods = None
 
     def remove_pod(self, key: str, generation: int = 0) -> PodInfo | None:
         pod = self.pods.pop(key, None)
@@ -1308,6 +1314,7 @@ class NodeInfo:
             self.pods_with_required_anti_affinity -= 1
         self.generation = generation
         self.match_counts = None
+        self.owner_pods = None
         return pod
 
     def clone(self) -> NodeInfo:
@@ -1345,3 +1352,8 @@ class NodeInfo:
         assert self.pods_with_required_anti_affinity == sum(
             bool(p.required_anti_affinity) for p in self.pods.values()
         )
+        if self.owner_pods is not None:
+            grouped: dict[tuple[str, str] | None, list[PodInfo]] = {}
+            for p in self.pods.values():
+                grouped.setdefault(p.owner_kind_uid, []).append(p)
+            assert self.owner_pods == grouped, f"node {self.name}: pods by owner drift"

@@ -235,7 +235,15 @@ def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
     if n is None:
         if len(cache) >= _MATCH_CACHE_LIMIT:
             cache.clear()
-        n = cache[key] = _count_pods(ni.pods.values(), c, namespace)
+        pods: Iterable[PodInfo] = ni.pods.values()
+        if c.owner is not None:  # only that owner's pods can count
+            groups = ni.owner_pods
+            if groups is None:
+                groups = ni.owner_pods = {}
+                for p in pods:
+                    groups.setdefault(p.owner_kind_uid, []).append(p)
+            pods = groups.get(c.owner, ())
+        n = cache[key] = _count_pods(pods, c, namespace)
     return n
 
 

@@ -463,9 +463,27 @@ def global_default_class(classes: Iterable[PriorityClassInfo]) -> PriorityClassI
 # --------------------------------------------------------------------------- pod parsing
 
 
+# Parsed timestamps by their text: a dump repeats them (creation and start times of a
+# rollout's pods). Bounded; cleared when full.
+_TIMESTAMPS: dict[str, float] = {}
+_TIMESTAMPS_LIMIT = 8192
+
+
 def _timestamp(raw: Any, where: str, obj: str) -> float | None:
     if raw is None or raw == "":
         return None
+    if type(raw) is str:
+        hit = _TIMESTAMPS.get(raw)
+        if hit is None:
+            hit = _parse_timestamp(raw, where, obj)
+            if len(_TIMESTAMPS) >= _TIMESTAMPS_LIMIT:
+                _TIMESTAMPS.clear()
+            _TIMESTAMPS[raw] = hit
+        return hit
+    return _parse_timestamp(raw, where, obj)
+
+
+def _parse_timestamp(raw: Any, where: str, obj: str) -> float:
     if isinstance(raw, _dt.datetime):
         dt = raw
     elif isinstance(raw, str):
@@ -955,16 +973,24 @@ def pod_from_dict(
         preferred_node_affinity=tuple(preferred_node_affinity),
         required_affinity=_affinity_terms(
             pa.get(req_key), f"spec.affinity.podAffinity.{req_key}", who, ns
-        ),
+        )
+        if pa
+        else (),
         required_anti_affinity=_affinity_terms(
             paa.get(req_key), f"spec.affinity.podAntiAffinity.{req_key}", who, ns
-        ),
+        )
+        if paa
+        else (),
         preferred_affinity=_weighted_terms(
             pa.get(pref_key), f"spec.affinity.podAffinity.{pref_key}", who, ns
-        ),
+        )
+        if pa
+        else (),
         preferred_anti_affinity=_weighted_terms(
             paa.get(pref_key), f"spec.affinity.podAntiAffinity.{pref_key}", who, ns
-        ),
+        )
+        if paa
+        else (),
         tolerations=_tolerations(spec.get("tolerations"), who),
         host_ports=tuple(host_ports),
         topology_spread_constraints=_spread_constraints(spec.get("topologySpreadConstraints"), who),

@@ -1118,3 +1118,18 @@ def test_requests_memo_never_takes_a_bool_for_a_quantity() -> None:
     assert good.requests.milli_cpu == 1000
     with pytest.raises(ParseError, match="booleans are not quantities"):
         pod_from_dict(make_pod("p").req(cpu=True).obj())  # type: ignore[arg-type]
+
+
+def test_timestamps_are_remembered_by_their_text_and_errors_are_not() -> None:
+    from scheduler import types
+
+    types._TIMESTAMPS.clear()
+    text = "2026-01-01T00:00:00Z"
+    want = types._parse_timestamp(text, "metadata.creationTimestamp", "Pod default/p")
+    assert types._timestamp(text, "metadata.creationTimestamp", "Pod default/p") == want
+    assert dict(types._TIMESTAMPS) == {text: want}
+    assert types._timestamp(text, "status.startTime", "Pod default/q") == want
+    for _ in range(2):
+        with pytest.raises(ParseError, match=r"status\.startTime: invalid timestamp 'yesterday'"):
+            types._timestamp("yesterday", "status.startTime", "Pod default/p")
+    assert "yesterday" not in types._TIMESTAMPS

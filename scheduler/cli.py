@@ -7,7 +7,6 @@ configuration or bad input (the message names the file and the field).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Sequence
@@ -101,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import asyncio  # here, not at the top: simulate does not need it
     from dataclasses import replace
 
     from scheduler.logging import configure_logging
@@ -132,6 +132,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    import asyncio
     import json
     from typing import Any
 

@@ -578,6 +578,12 @@ class PodTopologySpread:
 
         counts: list[dict[str, int]] = [{} for _ in constraints]
         ignored: set[str] = set()
+        # (the domains of a constraint, its key), hostname counts being taken in score
+        spread = [
+            (counts[i], c.topology_key)
+            for i, c in enumerate(constraints)
+            if c.topology_key != LABEL_HOSTNAME
+        ]
         for ni in nodes:
             node = ni.node
             if node is None:
@@ -586,9 +592,8 @@ class PodTopologySpread:
             if require_all and not _has_all_keys(labels, constraints):
                 ignored.add(node.name)
                 continue
-            for i, c in enumerate(constraints):
-                if c.topology_key != LABEL_HOSTNAME:  # hostname counts are taken in score
-                    counts[i].setdefault(labels.get(c.topology_key, ""), 0)
+            for domains, key in spread:
+                domains.setdefault(labels.get(key, ""), 0)
         weights = [
             _topology_normalizing_weight(
                 len(nodes) - len(ignored) if c.topology_key == LABEL_HOSTNAME else len(counts[i])

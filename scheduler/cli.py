@@ -7,7 +7,6 @@ configuration or bad input (the message names the file and the field).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from collections.abc import Coroutine, Sequence
@@ -132,6 +131,8 @@ def _run_loop(main: Coroutine[Any, Any, int]) -> int:
     request and per watch line than asyncio's own loop, see docs/benchmarks.md) unless
     PY_SCHEDULER_LOOP=asyncio asks for the standard loop."""
     if os.environ.get("PY_SCHEDULER_LOOP", "uvloop") == "asyncio":
+        import asyncio  # here, not at the top: simulate does not need it
+
         return asyncio.run(main)
     import uvloop
 
@@ -145,6 +146,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    import asyncio
     import json
 
     from scheduler.errors import ApiCallError

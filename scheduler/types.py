@@ -156,7 +156,7 @@ def _parse_resource_list(raw: Any, where: str, obj: str) -> ResourceList:
     """Parse a ResourceList ({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": 1}) exactly."""
     if raw is None:
         return {}
-    if not isinstance(raw, Mapping):
+    if type(raw) is not dict and not isinstance(raw, Mapping):
         raise ParseError(obj, where, f"expected a map of resource quantities, got {raw!r}")
     out: ResourceList = {}
     for name, q in raw.items():
@@ -463,9 +463,27 @@ def global_default_class(classes: Iterable[PriorityClassInfo]) -> PriorityClassI
 # --------------------------------------------------------------------------- pod parsing
 
 
+# Parsed timestamps by their text: a dump repeats them (creation and start times of a
+# rollout's pods). Bounded; cleared when full.
+_TIMESTAMPS: dict[str, float] = {}
+_TIMESTAMPS_LIMIT = 8192
+
+
 def _timestamp(raw: Any, where: str, obj: str) -> float | None:
     if raw is None or raw == "":
         return None
+    if type(raw) is str:
+        hit = _TIMESTAMPS.get(raw)
+        if hit is None:
+            hit = _parse_timestamp(raw, where, obj)
+            if len(_TIMESTAMPS) >= _TIMESTAMPS_LIMIT:
+                _TIMESTAMPS.clear()
+            _TIMESTAMPS[raw] = hit
+        return hit
+    return _parse_timestamp(raw, where, obj)
+
+
+def _parse_timestamp(raw: Any, where: str, obj: str) -> float:
     if isinstance(raw, _dt.datetime):
         dt = raw
     elif isinstance(raw, str):
@@ -559,7 +577,106 @@ def _pod_level_supported(name: str) -> bool:
     return name in _POD_LEVEL_NAMES or name.startswith("hugepages-")
 
 
+class _NoKey(Exception):
+    """Inputs that ``_requests_key`` does not describe exactly: parse them uncached."""
+
+
+def _rl_key(raw: Any) -> tuple[tuple[str, str | int], ...] | None:
+    """A ResourceList as a hashable key: None when absent. Only string names and string or
+    integer quantities (never a bool, which equals 1 but is no quantity) are described."""
+    if raw is None:
+        return None
+    if type(raw) is not dict:
+        raise _NoKey
+    items = tuple(raw.items())
+    for k, v in items:
+        if type(k) is not str or (type(v) is not str and type(v) is not int):
+            raise _NoKey
+    return items
+
+
+def _requests_key(spec: Obj, status: Obj) -> tuple[Any, ...]:
+    """Everything ``_compute_pod_requests`` reads, as a hashable key: equal keys mean equal
+    inputs, so equal results. Raises ``_NoKey`` for any shape or type it does not describe
+    (those pods are parsed uncached, and their errors raised there). Runtime complexity:
+    O(containers + requests)."""
+    if type(spec) is not dict or type(status) is not dict:
+        raise _NoKey
+    infeasible = False
+    for cond in status.get("conditions") or ():
+        if type(cond) is not dict:
+            raise _NoKey
+        if cond.get("type") == "PodResizePending":
+            infeasible = cond.get("reason") == "Infeasible"
+            break
+    statuses: dict[Any, tuple[Any, Any]] = {}
+    for group in ("initContainerStatuses", "containerStatuses"):
+        for cs in status.get(group) or ():
+            if type(cs) is not dict:
+                raise _NoKey
+            res = cs.get("resources")
+            if res is not None and type(res) is not dict:
+                raise _NoKey
+            actual = (res or {}).get("requests")
+            statuses[str(cs.get("name", ""))] = (_rl_key(cs.get("allocatedResources")), actual)
+    containers: list[Any] = [infeasible]
+    for group, init in (("containers", False), ("initContainers", True)):
+        for c in spec.get(group) or ():
+            if type(c) is not dict:
+                raise _NoKey
+            res = c.get("resources")
+            if res is not None and type(res) is not dict:
+                raise _NoKey
+            found = statuses.get(str(c.get("name", ""))) if statuses else None
+            containers.append(
+                (
+                    init,
+                    init and c.get("restartPolicy") == "Always",
+                    _rl_key((res or {}).get("requests")),
+                    None if found is None else found[0],
+                    None if found is None else _rl_key(found[1]),
+                )
+            )
+    pod_res = status.get("resources")
+    if pod_res is not None and type(pod_res) is not dict:
+        raise _NoKey
+    level = spec.get("resources")
+    if level is not None and type(level) is not dict:
+        raise _NoKey
+    return (
+        tuple(containers),
+        _rl_key(status.get("allocatedResources")),
+        pod_res is not None,
+        _rl_key((pod_res or {}).get("requests")),
+        _rl_key((level or {}).get("requests")),
+        _rl_key(spec.get("overhead")),
+    )
+
+
+# Parsed requests by ``_requests_key``: the pods of one workload share their containers'
+# resources, so a cluster holds few distinct keys. Bounded; cleared when full.
+_REQUESTS_CACHE: dict[tuple[Any, ...], tuple[Resource, int, int]] = {}
+_REQUESTS_CACHE_LIMIT = 4096
+
+
 def _pod_requests(spec: Obj, status: Obj, obj: str) -> tuple[Resource, int, int]:
+    """``_compute_pod_requests``, remembered by ``_requests_key``. Every call returns its own
+    copy of the Resource (a caller may change it). Runtime complexity: O(containers)."""
+    try:
+        key = _requests_key(spec, status)
+    except (_NoKey, TypeError, AttributeError):
+        return _compute_pod_requests(spec, status, obj)  # raises its own error, if any
+    hit = _REQUESTS_CACHE.get(key)
+    if hit is None:
+        hit = _compute_pod_requests(spec, status, obj)
+        if len(_REQUESTS_CACHE) >= _REQUESTS_CACHE_LIMIT:
+            _REQUESTS_CACHE.clear()
+        _REQUESTS_CACHE[key] = hit
+    total, nz_cpu, nz_mem = hit
+    return total.copy(), nz_cpu, nz_mem
+
+
+def _compute_pod_requests(spec: Obj, status: Obj, obj: str) -> tuple[Resource, int, int]:
     """Effective requests plus non-zero cpu/memory, as the scheduler's
     ``PodInfo.CalculateResource`` (``resourcehelper.PodRequests`` with in-place resize and
     pod-level resources, both on by default in 1.37)."""
@@ -736,7 +853,7 @@ def pod_from_dict(
     who = f"Pod {ns}/{name or '<unnamed>'}"
     if not name:
         raise ParseError(who, "metadata.name", "missing")
-    if not isinstance(spec, Mapping):
+    if type(spec) is not dict and not isinstance(spec, Mapping):
         raise ParseError(who, "spec", "expected a map")
 
     class_name = str(spec.get("priorityClassName") or "")
@@ -830,10 +947,10 @@ def pod_from_dict(
             disruption = True
             disruption_reason = str(c.get("reason") or "")
     node_selector = spec.get("nodeSelector") or {}
-    if not isinstance(node_selector, Mapping):
+    if type(node_selector) is not dict and not isinstance(node_selector, Mapping):
         raise ParseError(who, "spec.nodeSelector", "expected a map of strings")
     labels = meta.get("labels") or {}
-    if not isinstance(labels, Mapping):
+    if type(labels) is not dict and not isinstance(labels, Mapping):
         raise ParseError(who, "metadata.labels", "expected a map of strings")
     gates = _scheduling_gates(spec.get("schedulingGates"), who)
 
@@ -856,16 +973,24 @@ def pod_from_dict(
         preferred_node_affinity=tuple(preferred_node_affinity),
         required_affinity=_affinity_terms(
             pa.get(req_key), f"spec.affinity.podAffinity.{req_key}", who, ns
-        ),
+        )
+        if pa
+        else (),
         required_anti_affinity=_affinity_terms(
             paa.get(req_key), f"spec.affinity.podAntiAffinity.{req_key}", who, ns
-        ),
+        )
+        if paa
+        else (),
         preferred_affinity=_weighted_terms(
             pa.get(pref_key), f"spec.affinity.podAffinity.{pref_key}", who, ns
-        ),
+        )
+        if pa
+        else (),
         preferred_anti_affinity=_weighted_terms(
             paa.get(pref_key), f"spec.affinity.podAntiAffinity.{pref_key}", who, ns
-        ),
+        )
+        if paa
+        else (),
         tolerations=_tolerations(spec.get("tolerations"), who),
         host_ports=tuple(host_ports),
         topology_spread_constraints=_spread_constraints(spec.get("topologySpreadConstraints"), who),
@@ -1139,6 +1264,7 @@ class NodeInfo:
         "node",
         "non_zero_cpu",
         "non_zero_mem",
+        "owner_pods",
         "pods",
         "pods_with_affinity",
         "pods_with_required_anti_affinity",
@@ -1159,6 +1285,10 @@ class NodeInfo:
         # How many of the pods a selector (with namespace and owner) matches, remembered by
         # PodTopologySpread for this version of the node; any pod change clears it.
         self.match_counts: dict[Any, int] | None = None
+        # The pods by controller owner (kind, uid), grouped by PodTopologySpread on first
+        # use for this version of the node, so that counting a workload's pods reads only
+        # that workload's; any pod change clears it.
+        self.owner_pods: dict[tuple[str, str] | None, list[PodInfo]] | None = None
 
     @property
     def name(self) -> str:
@@ -1188,6 +1318,7 @@ class NodeInfo:
             self.pods_with_required_anti_affinity += 1
         self.generation = generation
         self.match_counts = None
+        self.owner_pods = None
 
     def remove_pod(self, key: str, generation: int = 0) -> PodInfo | None:
         pod = self.pods.pop(key, None)
@@ -1209,6 +1340,7 @@ class NodeInfo:
             self.pods_with_required_anti_affinity -= 1
         self.generation = generation
         self.match_counts = None
+        self.owner_pods = None
         return pod
 
     def clone(self) -> NodeInfo:
@@ -1246,3 +1378,8 @@ class NodeInfo:
         assert self.pods_with_required_anti_affinity == sum(
             bool(p.required_anti_affinity) for p in self.pods.values()
         )
+        if self.owner_pods is not None:
+            grouped: dict[tuple[str, str] | None, list[PodInfo]] = {}
+            for p in self.pods.values():
+                grouped.setdefault(p.owner_kind_uid, []).append(p)
+            assert self.owner_pods == grouped, f"node {self.name}: pods by owner drift"

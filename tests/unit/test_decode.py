@@ -127,3 +127,73 @@ def test_pods_take_their_priority_from_the_classes_the_decoder_has_seen() -> Non
     assert d.pod(make_pod("b").obj()).priority == 7
     d.forget_priority_class("dflt")
     assert d.pod(make_pod("c").obj()).priority == 0
+
+
+# --------------------------------------------------------------------------- the YAML loader
+
+_SAFE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _both(text: str) -> tuple[list[Any], list[Any]]:
+    from scheduler.decode import _YAML_LOADER
+
+    return list(yaml.load_all(text, Loader=_SAFE)), list(yaml.load_all(text, Loader=_YAML_LOADER))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(yaml.safe_dump_all(_objs()), id="a kubectl-like dump"),
+        pytest.param(
+            "a: yes\nb: 0777\nc: 1_000\nd: 1:30\ne: ~\nf: .inf\ng: 0x1F\nh: 'on'\ni: -.5e3\n",
+            id="YAML 1.1 implicit scalars",
+        ),
+        pytest.param("t: 2026-01-01T00:00:00Z\nd: 2026-01-01\ns: '2026-01-01'\n", id="timestamps"),
+        pytest.param("base: &b {x: 1, y: 2}\nmerged:\n  <<: *b\n  y: 3\n", id="merge keys"),
+        pytest.param("a: &x [1, 2]\nb: *x\nc: &s str\nd: *s\n", id="aliases"),
+        pytest.param("? [1, 2]\n: v\n", id="unhashable key"),
+        pytest.param("s: !!set {a, b}\nb: !!binary aGVsbG8=\n", id="other safe tags"),
+        pytest.param("o: !!omap [a: 1, b: 2]\np: !!pairs [a: 1]\n", id="ordered maps and pairs"),
+        pytest.param("a: 1\na: 2\nb: 3\n", id="duplicate keys: the last wins"),
+        pytest.param("1: int key\ntrue: bool key\n~: null key\n3.5: float key\n", id="scalar keys"),
+        pytest.param("=: value key\n", id="a value key"),
+        pytest.param("!custom x: 1\n", id="an unknown tag"),
+        pytest.param("---\n---\na: 1\n...\n---\n[]\n", id="empty documents"),
+        pytest.param("a:\n" + "  - b:\n" * 1, id="nested"),
+    ],
+)
+def test_the_fast_yaml_loader_builds_what_the_safe_loader_builds(text: str) -> None:
+    try:
+        want = list(yaml.load_all(text, Loader=_SAFE))
+    except yaml.YAMLError as e:
+        with pytest.raises(type(e)) as got:
+            _both(text)
+        assert str(got.value) == str(e)
+        return
+    safe, fast = _both(text)
+    assert fast == want == safe
+    assert [type(d) for d in fast] == [type(d) for d in want]
+    assert repr(fast) == repr(want), "same types all the way down (True is not 1)"
+
+
+def test_the_fast_yaml_loader_keeps_an_alias_the_same_object() -> None:
+    (_, fast) = _both("a: &x {k: v}\nb: *x\n")
+    doc = fast[0]
+    assert doc["a"] is doc["b"]
+
+
+def test_the_fast_yaml_loader_leaves_recursive_aliases_to_the_safe_loader() -> None:
+    (_, fast) = _both("&a [1, *a]\n")
+    doc = fast[0]
+    assert doc[0] == 1 and doc[1] is doc
+
+
+def test_the_fast_yaml_loader_builds_deep_documents() -> None:
+    """Deeper than the fast constructor's recursion reaches: SafeConstructor builds it."""
+    depth = 990  # libyaml's own limit is 1000; with the test's frames, past Python's
+    text = "[" * depth + "]" * depth
+    (_, fast) = _both(text)
+    node = fast[0]
+    for _ in range(depth - 1):
+        node = node[0]
+    assert node == []

@@ -913,3 +913,21 @@ def test_system_default_spreading_selects_through_the_dumps_replicasets(sim: Any
     assert r.json["placements"] == {"default/web-new": "n1"}
     assert "7 pod(s) are owned by ReplicaSets" in r.err
     assert "replicasets,statefulsets -A -o json" in r.err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param((), id="plain run"),
+        pytest.param(("--cordon", "n1"), id="what-if run"),
+        pytest.param(("-f", "/nonexistent.yaml"), id="bad input"),
+    ],
+)
+def test_the_garbage_collector_is_left_as_it_was_found(sim: Any, args: tuple[str, ...]) -> None:
+    """simulate pauses and freezes the collector while it loads (see ``main``)."""
+    import gc
+
+    assert gc.isenabled()
+    sim(node("n1"), make_pod("p").req(cpu="1").obj(), args=args)
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0

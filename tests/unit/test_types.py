@@ -1024,3 +1024,112 @@ def test_node_info_without_node() -> None:
     assert (ni.name, ni.allocatable) == ("", Resource())
     ni.set_node(make_node("n2").record(), 9)
     assert (ni.name, ni.generation) == ("n2", 9)
+
+
+# --------------------------------------------------------------------------- requests memo
+
+
+def _memo_cases() -> list[Any]:
+    return [
+        pytest.param(make_pod("p").req(cpu="100m", memory="128Mi"), id="plain"),
+        pytest.param(make_pod("p").req(cpu=2, gpu=1), id="integer quantities"),
+        pytest.param(make_pod("p"), id="no requests"),
+        pytest.param(
+            make_pod("p").req(cpu="1").init_container({"cpu": "2"}).overhead(cpu="10m"),
+            id="init container and overhead",
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="1").init_container({"cpu": "1"}, sidecar=True),
+            id="sidecar",
+        ),
+        pytest.param(make_pod("p").req(cpu="1").pod_requests(cpu="3"), id="pod-level"),
+        pytest.param(
+            _resized(requests=CPU700, status=CPU500, condition="Infeasible"), id="infeasible"
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="1").container_status("c", allocated={"cpu": "2"}),
+            id="allocated resources",
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="1").status_resources(allocated=CPU500, actual=CPU700),
+            id="pod-level status",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("builder", _memo_cases())
+def test_requests_memo_equals_uncached(builder: PodBuilder) -> None:
+    from scheduler import types
+
+    obj = builder.obj()
+    types._REQUESTS_CACHE.clear()
+    want = types._compute_pod_requests(obj["spec"], obj["status"], "Pod default/p")
+    first = types._pod_requests(obj["spec"], obj["status"], "Pod default/p")
+    assert types._REQUESTS_CACHE, "the result is remembered"
+    second = types._pod_requests(obj["spec"], obj["status"], "Pod default/p")
+    assert first == want
+    assert second == want
+    assert first[0] is not second[0], "every caller gets its own Resource"
+
+
+def test_requests_memo_is_mutation_safe() -> None:
+    from scheduler import types
+
+    obj = make_pod("p").req(cpu="1", gpu=1).obj()
+    types._REQUESTS_CACHE.clear()
+    got, _, _ = types._pod_requests(obj["spec"], obj["status"], "Pod default/p")
+    got.add(Resource(milli_cpu=5, scalar={"nvidia.com/gpu": 3}))
+    again, _, _ = types._pod_requests(obj["spec"], obj["status"], "Pod default/p")
+    assert again == Resource(milli_cpu=1000, scalar={"nvidia.com/gpu": 1})
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        pytest.param(
+            make_pod("p").req(cpu="1"),
+            make_pod("p").req(cpu="1").container_status("c", allocated={"cpu": "2"}),
+            id="a status changes the key",
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="1").init_container({"cpu": "2"}),
+            make_pod("p").req(cpu="1").init_container({"cpu": "2"}, sidecar=True),
+            id="sidecar or not",
+        ),
+        pytest.param(
+            make_pod("p").req(cpu="1"),
+            make_pod("p").req(cpu="1").status_resources(actual={}),
+            id="an empty status.resources is not an absent one",
+        ),
+    ],
+)
+def test_requests_memo_tells_inputs_apart(first: PodBuilder, second: PodBuilder) -> None:
+    from scheduler import types
+
+    a, b = first.obj(), second.obj()
+    assert types._requests_key(a["spec"], a["status"]) != types._requests_key(
+        b["spec"], b["status"]
+    )
+
+
+def test_requests_memo_never_takes_a_bool_for_a_quantity() -> None:
+    """True == 1 in Python: a bool is left to the uncached path, which rejects it."""
+    good = make_pod("p").req(cpu=1).info()
+    assert good.requests.milli_cpu == 1000
+    with pytest.raises(ParseError, match="booleans are not quantities"):
+        pod_from_dict(make_pod("p").req(cpu=True).obj())  # type: ignore[arg-type]
+
+
+def test_timestamps_are_remembered_by_their_text_and_errors_are_not() -> None:
+    from scheduler import types
+
+    types._TIMESTAMPS.clear()
+    text = "2026-01-01T00:00:00Z"
+    want = types._parse_timestamp(text, "metadata.creationTimestamp", "Pod default/p")
+    assert types._timestamp(text, "metadata.creationTimestamp", "Pod default/p") == want
+    assert dict(types._TIMESTAMPS) == {text: want}
+    assert types._timestamp(text, "status.startTime", "Pod default/q") == want
+    for _ in range(2):
+        with pytest.raises(ParseError, match=r"status\.startTime: invalid timestamp 'yesterday'"):
+            types._timestamp("yesterday", "status.startTime", "Pod default/p")
+    assert "yesterday" not in types._TIMESTAMPS

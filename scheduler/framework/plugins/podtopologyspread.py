@@ -236,7 +236,15 @@ def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
     if n is None:
         if len(cache) >= _MATCH_CACHE_LIMIT:
             cache.clear()
-        n = cache[key] = _count_pods(ni.pods.values(), c, namespace)
+        pods: Iterable[PodInfo] = ni.pods.values()
+        if c.owner is not None:  # only that owner's pods can count
+            groups = ni.owner_pods
+            if groups is None:
+                groups = ni.owner_pods = {}
+                for p in pods:
+                    groups.setdefault(p.owner_kind_uid, []).append(p)
+            pods = groups.get(c.owner, ())
+        n = cache[key] = _count_pods(pods, c, namespace)
     return n
 
 
@@ -571,6 +579,12 @@ class PodTopologySpread:
 
         counts: list[dict[str, int]] = [{} for _ in constraints]
         ignored: set[str] = set()
+        # (the domains of a constraint, its key), hostname counts being taken in score
+        spread = [
+            (counts[i], c.topology_key)
+            for i, c in enumerate(constraints)
+            if c.topology_key != LABEL_HOSTNAME
+        ]
         for ni in nodes:
             node = ni.node
             if node is None:
@@ -579,9 +593,8 @@ class PodTopologySpread:
             if require_all and not _has_all_keys(labels, constraints):
                 ignored.add(node.name)
                 continue
-            for i, c in enumerate(constraints):
-                if c.topology_key != LABEL_HOSTNAME:  # hostname counts are taken in score
-                    counts[i].setdefault(labels.get(c.topology_key, ""), 0)
+            for domains, key in spread:
+                domains.setdefault(labels.get(key, ""), 0)
         weights = [
             _topology_normalizing_weight(
                 len(nodes) - len(ignored) if c.topology_key == LABEL_HOSTNAME else len(counts[i])

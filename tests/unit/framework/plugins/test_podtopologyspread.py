@@ -643,6 +643,28 @@ def test_default_do_not_schedule_constraints_select_pods_of_the_same_owner() -> 
     assert st.is_skip()
 
 
+def test_owner_counts_follow_the_pods_of_a_node() -> None:
+    """A node's pods are grouped by owner once per version of the node (any pod change
+    forgets the grouping, and the counts, as the invariants check)."""
+    rack = TopologySpreadConstraint(1, "rack", "DoNotSchedule", None, 1, "Honor", "Ignore")
+    plugin = PodTopologySpread([rack], system_defaulting=False)
+    rs = ("ReplicaSet", "rs1")
+    infos = [NodeInfo(n("n1", rack="r1")), NodeInfo(n("n2", rack="r2"))]
+    infos[0].add_pod(ep("mine", "n1", owner=rs))
+    infos[1].add_pod(ep("other", "n2", owner=("ReplicaSet", "rs2")))
+    pod = incoming(owner=rs)
+    assert run_filter(plugin, pod, Snapshot.from_node_infos(infos)) == {"n1": UNSCHED, "n2": OK}
+    assert infos[1].owner_pods is not None, "grouped on first use"
+    infos[1].add_pod(ep("mine-2", "n2", owner=rs))
+    infos[1].add_pod(ep("mine-3", "n2", owner=rs))
+    assert run_filter(plugin, pod, Snapshot.from_node_infos(infos)) == {"n1": OK, "n2": UNSCHED}
+    infos[1].remove_pod("default/mine-2")
+    infos[1].remove_pod("default/mine-3")
+    assert run_filter(plugin, pod, Snapshot.from_node_infos(infos)) == {"n1": UNSCHED, "n2": OK}
+    for ni in infos:
+        ni.check_invariants()
+
+
 def default_constraint(
     max_skew: int = 1, key: str = "zone", selector: LabelSelector | None = None
 ) -> TopologySpreadConstraint:

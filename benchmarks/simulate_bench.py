@@ -4,8 +4,9 @@ time and peak memory of a large cluster dump, end to end (``py-scheduler simulat
 process: reading, decoding, loading the cache, scheduling, printing).
 
 A script that measures and reports, never a test. It writes synthetic dumps in the shape of
-``kubectl get nodes,pods,pdb,priorityclasses -A -o json|yaml`` (4-cpu nodes, 30 bound
-pods per node of 100m / 128Mi owned by ReplicaSets, pending pods of 100m), runs
+``kubectl get nodes,pods,pdb,priorityclasses,replicasets -A -o json|yaml`` (4-cpu nodes,
+30 bound pods per node of 100m / 128Mi owned by ReplicaSets, which are in the dump too,
+pending pods of 100m), runs
 ``py-scheduler simulate -o json`` on each, and prints a Markdown table (and --json).
 
 Usage:
@@ -101,8 +102,25 @@ def _pod(name: str, node: str | None, app: str) -> dict[str, Any]:
     return pod
 
 
+def _replicaset(app: str) -> dict[str, Any]:
+    """The ReplicaSet the pods of ``app`` name as owner: system default spreading selects
+    their peers through it (upstream's DefaultSelector), as in a real dump."""
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": f"{app}-5d9c", "namespace": "default", "uid": f"rs-{app}"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": app, "pod-template-hash": "5d9c"}},
+        },
+    }
+
+
 def objects(nodes: int, per_node: int, pending: int) -> list[dict[str, Any]]:
-    out = [_node(i) for i in range(nodes)]
+    apps = [f"app-{j}" for j in range(min(per_node, 50))]
+    apps += [f"new-{k}" for k in range(min(pending, 20))]
+    out = [_replicaset(app) for app in apps]
+    out += [_node(i) for i in range(nodes)]
     for i in range(nodes):
         for j in range(per_node):
             out.append(_pod(f"bound-{i}-{j}", f"node-{i}", f"app-{j % 50}"))

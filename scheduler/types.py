@@ -1260,6 +1260,7 @@ class NodeInfo:
 
     __slots__ = (
         "generation",
+        "label_pods",
         "match_counts",
         "node",
         "non_zero_cpu",
@@ -1289,6 +1290,9 @@ class NodeInfo:
         # use for this version of the node, so that counting a workload's pods reads only
         # that workload's; any pod change clears it.
         self.owner_pods: dict[tuple[str, str] | None, list[PodInfo]] | None = None
+        # The pods by label (key, value), likewise: counting the pods a selector with an
+        # equality requirement matches reads only the pods carrying that label.
+        self.label_pods: dict[tuple[str, str], list[PodInfo]] | None = None
 
     @property
     def name(self) -> str:
@@ -1319,6 +1323,7 @@ class NodeInfo:
         self.generation = generation
         self.match_counts = None
         self.owner_pods = None
+        self.label_pods = None
 
     def remove_pod(self, key: str, generation: int = 0) -> PodInfo | None:
         pod = self.pods.pop(key, None)
@@ -1341,6 +1346,7 @@ class NodeInfo:
         self.generation = generation
         self.match_counts = None
         self.owner_pods = None
+        self.label_pods = None
         return pod
 
     def clone(self) -> NodeInfo:
@@ -1383,3 +1389,9 @@ class NodeInfo:
             for p in self.pods.values():
                 grouped.setdefault(p.owner_kind_uid, []).append(p)
             assert self.owner_pods == grouped, f"node {self.name}: pods by owner drift"
+        if self.label_pods is not None:
+            by_label: dict[tuple[str, str], list[PodInfo]] = {}
+            for p in self.pods.values():
+                for kv in p.labels.items():
+                    by_label.setdefault(kv, []).append(p)
+            assert self.label_pods == by_label, f"node {self.name}: pods by label drift"

@@ -221,6 +221,28 @@ def _selector_id(c: _Constraint, namespace: str) -> int:
     return key
 
 
+_EQUALITY: dict[LabelSelector, tuple[str, str] | None] = {}
+
+
+def _equality_label(selector: LabelSelector) -> tuple[str, str] | None:
+    """A (key, value) every pod the selector matches must carry (a matchLabels entry or an
+    ``In`` with one value), or None. Remembered per selector (one per workload)."""
+    try:
+        return _EQUALITY[selector]
+    except KeyError:
+        pass
+    found: tuple[str, str] | None = selector.match_labels[0] if selector.match_labels else None
+    if found is None:
+        for req in selector.match_expressions:
+            if req.operator == "In" and len(req.values) == 1:
+                found = (req.key, next(iter(req.values)))
+                break
+    if len(_EQUALITY) >= 4096:
+        _EQUALITY.clear()
+    _EQUALITY[selector] = found
+    return found
+
+
 def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
     """``_count_pods`` over a node's pods, remembered on that version of the NodeInfo (its
     pods change only through add_pod/remove_pod, which forget the counts). Unchanged nodes
@@ -244,6 +266,16 @@ def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
                 for p in pods:
                     groups.setdefault(p.owner_kind_uid, []).append(p)
             pods = groups.get(c.owner, ())
+        else:
+            label = _equality_label(c.selector)
+            if label is not None:  # only pods with that label can match
+                by_label = ni.label_pods
+                if by_label is None:
+                    by_label = ni.label_pods = {}
+                    for p in pods:
+                        for kv in p.labels.items():
+                            by_label.setdefault(kv, []).append(p)
+                pods = by_label.get(label, ())
         n = cache[key] = _count_pods(pods, c, namespace)
     return n
 

@@ -1350,3 +1350,50 @@ def test_vectorised_pre_score_counts_equal_the_node_by_node_loop(seed: int) -> N
         snap.node_info_map[new.name] = new
         snap.swap_in(new)
         filtered = [snap.node_info_map[ni.name] for ni in filtered]
+
+
+@pytest.mark.parametrize(
+    "selector",
+    [
+        pytest.param({"matchLabels": {"app": ""}}, id="matchLabels"),
+        pytest.param(
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": [""]}]},
+            id="In with one value",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
+            id="no equality, every pod is read",
+        ),
+    ],
+)
+def test_label_counts_follow_the_pods_of_a_node(selector: dict[str, Any]) -> None:
+    """With an equality requirement, only the pods carrying that label are read (grouped by
+    label once per version of the node, forgotten on any pod change); the counts are those
+    of a full scan."""
+    plugin = PodTopologySpread([], system_defaulting=False)
+    infos = [NodeInfo(n("n1", rack="r1")), NodeInfo(n("n2", rack="r2"))]
+    infos[0].add_pod(ep("web-0", "n1", "app"))
+    infos[1].add_pod(ep("other", "n2", "tier"))
+    pod = incoming(
+        "app",
+        constraints=[
+            {
+                "maxSkew": 1,
+                "topologyKey": "rack",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": selector,
+            }
+        ],
+    )
+    assert run_filter(plugin, pod, Snapshot.from_node_infos(infos)) == {"n1": UNSCHED, "n2": OK}
+    grouped = "matchLabels" in selector or selector["matchExpressions"][0]["operator"] == "In"
+    assert (infos[1].label_pods is not None) == grouped
+    infos[1].add_pod(ep("web-1", "n2", "app"))
+    infos[1].add_pod(ep("web-2", "n2", "app"))
+    assert infos[1].label_pods is None, "any pod change forgets the grouping"
+    assert run_filter(plugin, pod, Snapshot.from_node_infos(infos)) == {"n1": OK, "n2": UNSCHED}
+    infos[1].remove_pod("default/web-1")
+    infos[1].remove_pod("default/web-2")
+    assert run_filter(plugin, pod, Snapshot.from_node_infos(infos)) == {"n1": UNSCHED, "n2": OK}
+    for ni in infos:
+        ni.check_invariants()

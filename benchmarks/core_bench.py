@@ -314,13 +314,13 @@ def main() -> int:
         f"({out['memory']['nodes']} nodes)",
         flush=True,
     )
-    out["preemption"] = bench_preemption(big, args.preemption_runs)
-    p = out["preemption"]
-    print(
-        f"preemption  nodes={big} victims={p['victims']}: p50={p['decision_p50_ms']} ms "
-        f"p99={p['decision_p99_ms']} ms over {p['runs']} decisions",
-        flush=True,
-    )
+    if args.preemption_runs > 0:
+        out["preemption"] = p = bench_preemption(big, args.preemption_runs)
+        print(
+            f"preemption  nodes={big} victims={p['victims']}: p50={p['decision_p50_ms']} ms "
+            f"p99={p['decision_p99_ms']} ms over {p['runs']} decisions",
+            flush=True,
+        )
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(out, indent=2))

@@ -1800,6 +1800,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="first wait (up to 10 min) until the 1-minute load average is below this",
     )
     ap.add_argument("--replot", metavar="DIR", help="only re-render results.md and plots of DIR")
+    ap.add_argument(
+        "--merge",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="with --out: one report from the results.json of several runs (repeat), e.g. "
+        "the xl size measured in a run of its own",
+    )
     return ap.parse_args(argv)
 
 
@@ -1837,6 +1845,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     # run early but still write the report of what was measured and stop the control plane.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
+    if args.merge:
+        out_dir = Path(args.out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        parts = [json.loads((Path(d) / "results.json").read_text()) for d in args.merge]
+        merged: dict[str, Any] = {**parts[0], "runs": [], "parts": []}
+        for d, part in zip(args.merge, parts, strict=True):
+            merged["runs"] += part.get("runs") or []
+            merged["parts"].append({"dir": str(d), "meta": part.get("meta")})
+            for key in ("profile", "core"):
+                if part.get(key):
+                    merged[key] = part[key]
+        if args.core_json and Path(args.core_json).is_file():
+            merged["core"] = json.loads(Path(args.core_json).read_text())
+        write_report(merged, out_dir)
+        return 0
     if args.replot:
         out_dir = Path(args.replot)
         results = json.loads((out_dir / "results.json").read_text())

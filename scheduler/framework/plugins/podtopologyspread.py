@@ -303,6 +303,54 @@ def _has_all_keys(labels: Mapping[str, str], constraints: Sequence[_Constraint])
     return all(c.topology_key in labels for c in constraints)
 
 
+def _domains_from_nodes(
+    nodes: Sequence[NodeInfo],
+    constraints: Sequence[_Constraint],
+    spread: Sequence[tuple[dict[str, int], str]],
+    require_all: bool,
+) -> set[str]:
+    """PreScore's bookkeeping over the feasible nodes: with ``require_all``, the names of
+    nodes lacking a constraint's key (ignored); every other node's value of each spread
+    key becomes a domain (0 pods so far; a missing key is the domain ""). O(nodes)."""
+    ignored: set[str] = set()
+    for ni in nodes:
+        node = ni.node
+        if node is None:
+            continue
+        labels = node.labels
+        if require_all and not _has_all_keys(labels, constraints):
+            ignored.add(node.name)
+            continue
+        for domains, key in spread:
+            domains.setdefault(labels.get(key, ""), 0)
+    return ignored
+
+
+def _domains_from_columns(
+    snapshot: Snapshot,
+    constraints: Sequence[_Constraint],
+    spread: Sequence[tuple[dict[str, int], str]],
+    require_all: bool,
+) -> set[str]:
+    """``_domains_from_nodes`` when every node of the snapshot is feasible, from the
+    snapshot's label columns: numpy over the rows, Python only per ignored node and per
+    distinct domain (the same sets; unit-tested against the loop)."""
+    n = snapshot.num_nodes()
+    keep = np.ones(n, dtype=np.bool_)
+    ignored: set[str] = set()
+    if require_all:
+        for c in constraints:
+            keep &= snapshot.label_codes(c.topology_key)[0] >= 0
+        if not keep.all():
+            rows = snapshot.node_info_list
+            ignored = {rows[i].name for i in np.flatnonzero(~keep).tolist()}
+    for domains, key in spread:
+        codes, values = snapshot.label_codes(key)
+        for code in np.unique(codes[keep]).tolist():
+            domains.setdefault(values[code] if code >= 0 else "", 0)
+    return ignored
+
+
 # --------------------------------------------------------------------------- filter state
 
 
@@ -610,23 +658,16 @@ class PodTopologySpread:
         require_all = bool(pod.topology_spread_constraints) or not self.system_defaulted
 
         counts: list[dict[str, int]] = [{} for _ in constraints]
-        ignored: set[str] = set()
         # (the domains of a constraint, its key), hostname counts being taken in score
         spread = [
             (counts[i], c.topology_key)
             for i, c in enumerate(constraints)
             if c.topology_key != LABEL_HOSTNAME
         ]
-        for ni in nodes:
-            node = ni.node
-            if node is None:
-                continue
-            labels = node.labels
-            if require_all and not _has_all_keys(labels, constraints):
-                ignored.add(node.name)
-                continue
-            for domains, key in spread:
-                domains.setdefault(labels.get(key, ""), 0)
+        if len(nodes) == len(all_nodes):  # every node is feasible: the usual case
+            ignored = _domains_from_columns(snapshot, constraints, spread, require_all)
+        else:
+            ignored = _domains_from_nodes(nodes, constraints, spread, require_all)
         weights = [
             _topology_normalizing_weight(
                 len(nodes) - len(ignored) if c.topology_key == LABEL_HOSTNAME else len(counts[i])

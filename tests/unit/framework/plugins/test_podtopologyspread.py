@@ -1397,3 +1397,36 @@ def test_label_counts_follow_the_pods_of_a_node(selector: dict[str, Any]) -> Non
     assert run_filter(plugin, pod, Snapshot.from_node_infos(infos)) == {"n1": UNSCHED, "n2": OK}
     for ni in infos:
         ni.check_invariants()
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("require_all", [True, False])
+def test_prescore_domains_from_columns_equal_the_node_loop(seed: int, require_all: bool) -> None:
+    """When every node is feasible, PreScore takes its ignored nodes and domains from the
+    snapshot's label columns: the same sets as the loop over nodes, on random clusters
+    (nodes with and without zone/rack labels, several values)."""
+    from scheduler.framework.plugins.podtopologyspread import (
+        _Constraint,
+        _domains_from_columns,
+        _domains_from_nodes,
+    )
+
+    rng = random.Random(seed)
+    nodes = []
+    for i in range(rng.randint(1, 40)):
+        labels = {"host": f"h{i}"}
+        if rng.random() < 0.8:
+            labels["zone"] = rng.choice(["a", "b", "c", ""])
+        if rng.random() < 0.7:
+            labels["rack"] = rng.choice(["r1", "r2"])
+        nodes.append(n(f"n{i}", **labels))
+    snap = snapshot(nodes, [])
+    keys = rng.sample(["zone", "rack", LABEL_HOSTNAME], rng.randint(1, 3))
+    constraints = [_Constraint(1, k, LabelSelector(), 1, True, False) for k in keys]
+
+    def run(fn: Any, *first: Any) -> tuple[set[str], list[dict[str, int]]]:
+        counts: list[dict[str, int]] = [{} for _ in constraints]
+        spread = [(counts[i], k) for i, k in enumerate(keys) if k != LABEL_HOSTNAME]
+        return fn(*first, constraints, spread, require_all), counts
+
+    assert run(_domains_from_columns, snap) == run(_domains_from_nodes, snap.node_info_list)

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.types import NodeInfo
+from scheduler.types import NodeInfo, PodInfo
 
 __all__ = ["EXACT_LIMIT", "BoolArray", "Int64Array", "IntpArray", "NodeArrays", "Snapshot"]
 
@@ -105,6 +105,34 @@ def _code(entry: tuple[Any, list[str], dict[str, int]], value: str | None) -> in
     return code
 
 
+_NO_ROWS: Mapping[int, list[PodInfo]] = {}
+
+
+def _index_row(
+    index: dict[tuple[str, str], dict[int, list[PodInfo]]], row: int, ni: NodeInfo
+) -> None:
+    for p in ni.pods.values():
+        for kv in p.labels.items():
+            rows = index.get(kv)
+            if rows is None:
+                rows = index[kv] = {}
+            pods = rows.get(row)
+            if pods is None:
+                rows[row] = [p]
+            else:
+                pods.append(p)
+
+
+def _unindex_row(
+    index: dict[tuple[str, str], dict[int, list[PodInfo]]], row: int, ni: NodeInfo
+) -> None:
+    for p in ni.pods.values():
+        for kv in p.labels.items():
+            rows = index.get(kv)
+            if rows is not None and rows.pop(row, None) is not None and not rows:
+                del index[kv]
+
+
 def _labels(ni: NodeInfo) -> Mapping[str, str]:
     assert ni.node is not None, "only real nodes are listed"
     return ni.node.labels
@@ -167,6 +195,7 @@ class Snapshot:
         "_index",
         "_label_codes",
         "_label_masks",
+        "_pod_labels",
         "generation",
         "have_pods_with_affinity",
         "have_pods_with_required_anti_affinity",
@@ -193,6 +222,9 @@ class Snapshot:
         self._label_codes: dict[str, tuple[Int64Array, list[str], dict[str, int]]] = {}
         # id -> (a per-row count, the function of a NodeInfo that gives it)
         self._count_columns: dict[int, tuple[Int64Array, Callable[[NodeInfo], int]]] = {}
+        # (label key, value) -> row -> the pods of that row carrying it; built on first use
+        # (pods_with_label), kept current row by row as nodes change.
+        self._pod_labels: dict[tuple[str, str], dict[int, list[PodInfo]]] | None = None
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
@@ -227,6 +259,7 @@ class Snapshot:
         self._label_masks = {}
         self._label_codes = {}
         self._count_columns = {}
+        self._pod_labels = None
 
     def swap_in(self, new: NodeInfo) -> None:
         """Replace the listed NodeInfo of the same name by ``new`` (already in the map), in
@@ -264,6 +297,9 @@ class Snapshot:
         if self._label_codes and old.node is not new.node:
             for key, entry in self._label_codes.items():
                 entry[0][i] = _code(entry, _labels(new).get(key))
+        if self._pod_labels is not None:
+            _unindex_row(self._pod_labels, i, old)
+            _index_row(self._pod_labels, i, new)
         for col, fn in self._count_columns.values():
             col[i] = fn(new)
 
@@ -303,21 +339,41 @@ class Snapshot:
             self._label_codes[key] = entry
         return entry[0], entry[1]
 
-    def count_column(self, key: int, fn: Callable[[NodeInfo], int]) -> Int64Array:
+    def count_column(
+        self,
+        key: int,
+        fn: Callable[[NodeInfo], int],
+        first: Callable[[], Mapping[int, int]] | None = None,
+    ) -> Int64Array:
         """Per row of ``node_info_list``, ``fn(node_info)``, kept current as nodes change
         (``fn`` must depend on the NodeInfo only; ``key`` names it). Shared: read only.
-        O(nodes) calls of ``fn`` on first use, then one call per changed node."""
+        O(nodes) calls of ``fn`` on first use, then one call per changed node. ``first``,
+        when given, builds the column instead: the rows where ``fn`` is not 0, with its
+        value (e.g. from ``pods_with_label``), so that the first use costs O(those rows)."""
         entry = self._count_columns.get(key)
         if entry is None:
             if len(self._count_columns) >= _MAX_COUNT_COLUMNS:
                 self._count_columns.clear()
-            col = np.fromiter(
-                (fn(ni) for ni in self.node_info_list),
-                dtype=np.int64,
-                count=len(self.node_info_list),
-            )
+            n = len(self.node_info_list)
+            if first is not None:
+                col = np.zeros(n, dtype=np.int64)
+                for row, value in first().items():
+                    col[row] = value
+            else:
+                col = np.fromiter((fn(ni) for ni in self.node_info_list), dtype=np.int64, count=n)
             entry = self._count_columns[key] = (col, fn)
         return entry[0]
+
+    def pods_with_label(self, key: str, value: str) -> Mapping[int, list[PodInfo]]:
+        """Row -> the pods on that row's node whose label ``key`` is ``value`` (rows without
+        such pods are absent). Shared: read only. O(pods x labels) on first use after a
+        rebuild, then kept current as nodes change."""
+        index = self._pod_labels
+        if index is None:
+            index = self._pod_labels = {}
+            for i, ni in enumerate(self.node_info_list):
+                _index_row(index, i, ni)
+        return index.get((key, value), _NO_ROWS)
 
     def position(self, name: str) -> int | None:
         """The row of node ``name`` in ``node_info_list`` (None: not listed). O(1)."""

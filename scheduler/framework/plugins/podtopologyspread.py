@@ -280,6 +280,32 @@ def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
     return n
 
 
+def _count_column(snapshot: Snapshot, c: _Constraint, namespace: str) -> Int64Array:
+    """Per snapshot row, the pods the constraint counts (``_count_on``), kept current by the
+    snapshot. A selector with an equality requirement builds it from the snapshot's pods by
+    label: a new workload's column costs O(its pods), not O(nodes)."""
+
+    def on(ni: NodeInfo) -> int:
+        return _count_on(ni, c, namespace)
+
+    label = None
+    if c.owner is None and c.selector is not None and c.counts_pods:
+        label = _equality_label(c.selector)
+    if label is None:
+        return snapshot.count_column(_selector_id(c, namespace), on)
+    key, value = label
+
+    def first() -> dict[int, int]:
+        out = {}
+        for row, pods in snapshot.pods_with_label(key, value).items():
+            n = _count_pods(pods, c, namespace)
+            if n:
+                out[row] = n
+        return out
+
+    return snapshot.count_column(_selector_id(c, namespace), on, first)
+
+
 def _affinity_mask(pod: PodInfo, snapshot: Snapshot) -> BoolArray:
     """Rows of the snapshot whose node passes the pod's nodeSelector and required node
     affinity (all rows when it has neither)."""
@@ -727,10 +753,7 @@ class PodTopologySpread:
                     )
                 mask = mask & taints
             codes, values = snapshot.label_codes(c.topology_key)
-            col = snapshot.count_column(
-                _selector_id(c, namespace),
-                lambda ni, c=c: _count_on(ni, c, namespace),  # type: ignore[misc]
-            )
+            col = _count_column(snapshot, c, namespace)
             labelled = mask & (codes >= 0)
             sums = np.bincount(codes[labelled], weights=col[labelled], minlength=len(values))
             by_value = {v: int(sums[k]) for k, v in enumerate(values) if v in counts[i]}
@@ -775,10 +798,7 @@ class PodTopologySpread:
             at = codes[rows]
             present = at >= 0
             if c.topology_key == LABEL_HOSTNAME:
-                col = snapshot.count_column(
-                    _selector_id(c, pod.namespace),
-                    lambda ni, c=c: _count_on(ni, c, pod.namespace),  # type: ignore[misc]
-                )
+                col = _count_column(snapshot, c, pod.namespace)
                 n = col[rows].astype(np.float64)
             else:
                 lut = np.array([st.counts[i].get(v, 0) for v in values] or [0], dtype=np.float64)

@@ -348,3 +348,57 @@ def test_check_invariants_catches_a_drifting_node_sum(cache: Cache) -> None:
     ni.requested = Resource(milli_cpu=1)
     with pytest.raises(AssertionError):
         cache.cache.check_invariants()  # type: ignore[attr-defined]
+
+
+def _by_label(snap: Snapshot, key: str, value: str) -> dict[int, list[str]]:
+    """What pods_with_label must say, from the snapshot's rows."""
+    out: dict[int, list[str]] = {}
+    for i, ni in enumerate(snap.node_info_list):
+        keys = sorted(k for k, p in ni.pods.items() if p.labels.get(key) == value)
+        if keys:
+            out[i] = keys
+    return out
+
+
+def test_pods_by_label_and_count_columns_follow_the_snapshot(cache: Cache) -> None:
+    """The snapshot's pod-by-label index and a count column built from it stay equal to a
+    recount as pods come and go on existing nodes (swap_in) and as nodes are added
+    (a rebuild)."""
+
+    def web(name: str, node: str, app: str = "web") -> PodInfo:
+        return make_pod(name).req(cpu="100m").label("app", app).node(node).info()
+
+    for n in ("n1", "n2", "n3"):
+        cache.add_node(make_node(n).record())
+    cache.add_pod(web("a", "n1"))
+    cache.add_pod(web("b", "n1", app="db"))
+    snap = fresh_snapshot(cache)
+
+    def seen(key: str, value: str) -> dict[int, list[str]]:
+        return {r: sorted(p.key for p in ps) for r, ps in snap.pods_with_label(key, value).items()}
+
+    def count(ni: NodeInfo) -> int:
+        return sum(1 for p in ni.pods.values() if p.labels.get("app") == "web")
+
+    def first() -> dict[int, int]:
+        return {r: len(ps) for r, ps in snap.pods_with_label("app", "web").items()}
+
+    def check() -> None:
+        for app in ("web", "db", "none"):
+            assert seen("app", app) == _by_label(snap, "app", app), app
+        col = snap.count_column(424242, count, first)
+        assert col.tolist() == [count(ni) for ni in snap.node_info_list]
+
+    check()
+    cache.add_pod(web("c", "n2"))
+    cache.add_pod(web("d", "n2"))
+    cache.update_snapshot(snap)  # n2 swapped in
+    check()
+    cache.remove_pod("default/a")
+    cache.remove_pod("default/d")
+    cache.update_snapshot(snap)
+    check()
+    cache.add_node(make_node("n4").record())  # a new row: rebuilt lists
+    cache.add_pod(web("e", "n4"))
+    cache.update_snapshot(snap)
+    check()

@@ -1008,12 +1008,7 @@ class Bench:
             created = time.time()
             timeout = self.args.timeout or (120 + pods / 5)
             complete = watch.wait_until(lambda: watch.count("tp", "bound") >= pods, timeout, proc)
-            record["loadavg_after"] = loadavg()
-            record["vmhwm_kib"] = proc.vmhwm_kib()
-            cpu1 = proc.cpu_seconds()
-            record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
-            if cpu1 is not None:
-                record["cpu_ms_per_pod"] = round(1000 * (cpu1 - cpu0) / pods, 2)
+            _record_usage(record, proc, cpu0, pods)
         finally:
             if spy is not None:
                 spy.stop()
@@ -1157,12 +1152,7 @@ class Bench:
             self._parallel(create, objs, self.args.client_threads)
             timeout = self.args.timeout or (300 + pods / 5)
             complete = watch.wait_until(lambda: watch.count("dep", "bound") >= pods, timeout, proc)
-            record["loadavg_after"] = loadavg()
-            record["vmhwm_kib"] = proc.vmhwm_kib()
-            cpu1 = proc.cpu_seconds()
-            record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
-            if cpu1 is not None:
-                record["cpu_ms_per_pod"] = round(1000 * (cpu1 - cpu0) / pods, 2)
+            _record_usage(record, proc, cpu0, pods)
         finally:
             proc.stop()
             watch.stop()
@@ -1487,6 +1477,17 @@ class Bench:
             ],
             "inclusive": [],
         }
+
+
+def _record_usage(record: dict[str, Any], proc: SchedulerProc, cpu0: float, pods: int) -> None:
+    """At the end of a measured phase: load, the scheduler's peak RSS and its CPU since
+    ``cpu0`` (total and per pod)."""
+    record["loadavg_after"] = loadavg()
+    record["vmhwm_kib"] = proc.vmhwm_kib()
+    cpu1 = proc.cpu_seconds()
+    record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
+    if cpu1 is not None:
+        record["cpu_ms_per_pod"] = round(1000 * (cpu1 - cpu0) / pods, 2)
 
 
 def _rev_parse(rev: str) -> str:

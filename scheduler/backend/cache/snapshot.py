@@ -93,6 +93,9 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
 
 
 _MAX_COUNT_COLUMNS = 64
+# Label keys with a pods-by-value index (pods_with_label): one per distinct key that
+# selectors use (app, name, ...); a bound on the upkeep each node change pays.
+_MAX_LABEL_INDEXES = 16
 
 
 def _code(entry: tuple[Any, list[str], dict[str, int]], value: str | None) -> int:
@@ -108,29 +111,34 @@ def _code(entry: tuple[Any, list[str], dict[str, int]], value: str | None) -> in
 _NO_ROWS: Mapping[int, list[PodInfo]] = {}
 
 
-def _index_row(
-    index: dict[tuple[str, str], dict[int, list[PodInfo]]], row: int, ni: NodeInfo
-) -> None:
-    for p in ni.pods.values():
-        for kv in p.labels.items():
-            rows = index.get(kv)
-            if rows is None:
-                rows = index[kv] = {}
-            pods = rows.get(row)
-            if pods is None:
-                rows[row] = [p]
-            else:
-                pods.append(p)
+# value -> row -> the pods of that row whose label (the index's key) has that value
+_ValueRows = dict[str, dict[int, list[PodInfo]]]
 
 
-def _unindex_row(
-    index: dict[tuple[str, str], dict[int, list[PodInfo]]], row: int, ni: NodeInfo
-) -> None:
+def _index_row(index: _ValueRows, key: str, row: int, ni: NodeInfo) -> None:
     for p in ni.pods.values():
-        for kv in p.labels.items():
-            rows = index.get(kv)
-            if rows is not None and rows.pop(row, None) is not None and not rows:
-                del index[kv]
+        value = p.labels.get(key)
+        if value is None:
+            continue
+        rows = index.get(value)
+        if rows is None:
+            index[value] = {row: [p]}
+            continue
+        pods = rows.get(row)
+        if pods is None:
+            rows[row] = [p]
+        else:
+            pods.append(p)
+
+
+def _unindex_row(index: _ValueRows, key: str, row: int, ni: NodeInfo) -> None:
+    for p in ni.pods.values():
+        value = p.labels.get(key)
+        if value is None:
+            continue
+        rows = index.get(value)
+        if rows is not None and rows.pop(row, None) is not None and not rows:
+            del index[value]
 
 
 def _labels(ni: NodeInfo) -> Mapping[str, str]:
@@ -222,9 +230,10 @@ class Snapshot:
         self._label_codes: dict[str, tuple[Int64Array, list[str], dict[str, int]]] = {}
         # id -> (a per-row count, the function of a NodeInfo that gives it)
         self._count_columns: dict[int, tuple[Int64Array, Callable[[NodeInfo], int]]] = {}
-        # (label key, value) -> row -> the pods of that row carrying it; built on first use
-        # (pods_with_label), kept current row by row as nodes change.
-        self._pod_labels: dict[tuple[str, str], dict[int, list[PodInfo]]] | None = None
+        # label key -> value -> row -> the pods of that row carrying it; a key's index is
+        # built on its first use (pods_with_label), then kept current row by row as nodes
+        # change. Per key: a scan reads one label of each pod, not all of them.
+        self._pod_labels: dict[str, _ValueRows] = {}
 
     @classmethod
     def from_node_infos(cls, infos: list[NodeInfo]) -> Snapshot:
@@ -259,7 +268,7 @@ class Snapshot:
         self._label_masks = {}
         self._label_codes = {}
         self._count_columns = {}
-        self._pod_labels = None
+        self._pod_labels = {}
 
     def swap_in(self, new: NodeInfo) -> None:
         """Replace the listed NodeInfo of the same name by ``new`` (already in the map), in
@@ -297,9 +306,9 @@ class Snapshot:
         if self._label_codes and old.node is not new.node:
             for key, entry in self._label_codes.items():
                 entry[0][i] = _code(entry, _labels(new).get(key))
-        if self._pod_labels is not None:
-            _unindex_row(self._pod_labels, i, old)
-            _index_row(self._pod_labels, i, new)
+        for key, index in self._pod_labels.items():
+            _unindex_row(index, key, i, old)
+            _index_row(index, key, i, new)
         for col, fn in self._count_columns.values():
             col[i] = fn(new)
 
@@ -357,8 +366,10 @@ class Snapshot:
             n = len(self.node_info_list)
             if first is not None:
                 col = np.zeros(n, dtype=np.int64)
-                for row, value in first().items():
-                    col[row] = value
+                got = first()
+                if got:
+                    rows = np.fromiter(got.keys(), dtype=np.int64, count=len(got))
+                    col[rows] = np.fromiter(got.values(), dtype=np.int64, count=len(got))
             else:
                 col = np.fromiter((fn(ni) for ni in self.node_info_list), dtype=np.int64, count=n)
             entry = self._count_columns[key] = (col, fn)
@@ -366,14 +377,16 @@ class Snapshot:
 
     def pods_with_label(self, key: str, value: str) -> Mapping[int, list[PodInfo]]:
         """Row -> the pods on that row's node whose label ``key`` is ``value`` (rows without
-        such pods are absent). Shared: read only. O(pods x labels) on first use after a
-        rebuild, then kept current as nodes change."""
-        index = self._pod_labels
+        such pods are absent). Shared: read only. O(pods) on the first use of ``key`` after
+        a rebuild, then kept current as nodes change."""
+        index = self._pod_labels.get(key)
         if index is None:
-            index = self._pod_labels = {}
+            if len(self._pod_labels) >= _MAX_LABEL_INDEXES:
+                self._pod_labels.clear()
+            index = self._pod_labels[key] = {}
             for i, ni in enumerate(self.node_info_list):
-                _index_row(index, i, ni)
-        return index.get((key, value), _NO_ROWS)
+                _index_row(index, key, i, ni)
+        return index.get(value, _NO_ROWS)
 
     def position(self, name: str) -> int | None:
         """The row of node ``name`` in ``node_info_list`` (None: not listed). O(1)."""

@@ -243,6 +243,18 @@ def _equality_label(selector: LabelSelector) -> tuple[str, str] | None:
     return found
 
 
+def _only_requirement(selector: LabelSelector, label: tuple[str, str]) -> bool:
+    """Does ``selector`` require ``label`` and nothing else (as matchLabels, or ``In`` with
+    that one value, the form upstream's DefaultSelector gives a ReplicaSet's labels)?"""
+    for pair in selector.match_labels:
+        if pair != label:
+            return False
+    for req in selector.match_expressions:
+        if req.operator != "In" or (req.key, *req.values) != label:
+            return False
+    return True
+
+
 def _count_on(ni: NodeInfo, c: _Constraint, namespace: str) -> int:
     """``_count_pods`` over a node's pods, remembered on that version of the NodeInfo (its
     pods change only through add_pod/remove_pod, which forget the counts). Unchanged nodes
@@ -295,9 +307,22 @@ def _count_column(snapshot: Snapshot, c: _Constraint, namespace: str) -> Int64Ar
         return snapshot.count_column(_selector_id(c, namespace), on)
     key, value = label
 
+    assert c.selector is not None
+    only_label = _only_requirement(c.selector, label)
+
     def first() -> dict[int, int]:
         out = {}
-        for row, pods in snapshot.pods_with_label(key, value).items():
+        rows = snapshot.pods_with_label(key, value)
+        if only_label:  # the selector is key=value: every indexed pod matches it
+            for row, pods in rows.items():
+                n = 0
+                for p in pods:
+                    if p.namespace == namespace and p.deletion_timestamp is None:
+                        n += 1
+                if n:
+                    out[row] = n
+            return out
+        for row, pods in rows.items():
             n = _count_pods(pods, c, namespace)
             if n:
                 out[row] = n

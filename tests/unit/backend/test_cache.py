@@ -366,7 +366,10 @@ def test_pods_by_label_and_count_columns_follow_the_snapshot(cache: Cache) -> No
     (a rebuild)."""
 
     def web(name: str, node: str, app: str = "web") -> PodInfo:
-        return make_pod(name).req(cpu="100m").label("app", app).node(node).info()
+        tier = "front" if name in "ace" else "back"
+        return (
+            make_pod(name).req(cpu="100m").label("app", app).label("tier", tier).node(node).info()
+        )
 
     for n in ("n1", "n2", "n3"):
         cache.add_node(make_node(n).record())
@@ -386,6 +389,9 @@ def test_pods_by_label_and_count_columns_follow_the_snapshot(cache: Cache) -> No
     def check() -> None:
         for app in ("web", "db", "none"):
             assert seen("app", app) == _by_label(snap, "app", app), app
+        for tier in ("front", "back"):  # a second key: its own index, kept current too
+            assert seen("tier", tier) == _by_label(snap, "tier", tier), tier
+        assert seen("missing-key", "x") == {}
         col = snap.count_column(424242, count, first)
         assert col.tolist() == [count(ni) for ni in snap.node_info_list]
 

@@ -1430,3 +1430,48 @@ def test_prescore_domains_from_columns_equal_the_node_loop(seed: int, require_al
         return fn(*first, constraints, spread, require_all), counts
 
     assert run(_domains_from_columns, snap) == run(_domains_from_nodes, snap.node_info_list)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_count_column_from_the_label_index_equals_a_full_count(seed: int) -> None:
+    """A selector with an equality requirement builds its first column from the snapshot's
+    pods-by-label index; when that requirement is the whole selector (matchLabels, or the
+    ``In`` form upstream's DefaultSelector gives a ReplicaSet), only namespace and
+    termination are checked. Either way the column equals ``_count_on`` on every node, on
+    random clusters with pods of other namespaces, terminating pods and other labels."""
+    from scheduler.framework.plugins.podtopologyspread import _Constraint, _count_column
+    from scheduler.types import LabelSelectorRequirement
+
+    rng = random.Random(seed)
+    nodes = [n(f"n{i}", host=f"h{i}") for i in range(rng.randint(1, 12))]
+    pods = []
+    for j in range(rng.randint(0, 60)):
+        b = make_pod(f"p{j}", rng.choice(["default", "default", "other"]))
+        b.node(rng.choice(nodes).name)
+        b.label("app", rng.choice(["web", "web", "db"]))
+        if rng.random() < 0.5:
+            b.label("tier", rng.choice(["front", "back"]))
+        if rng.random() < 0.15:
+            b.terminating()
+        pods.append(pod_from_dict(b.obj()))
+    snap = snapshot(nodes, pods)
+    web_in = LabelSelectorRequirement("app", "In", frozenset({"web"}))
+    selectors = [
+        LabelSelector(match_labels=(("app", "web"),)),
+        LabelSelector(match_expressions=(web_in,)),
+        LabelSelector(match_labels=(("app", "web"),), match_expressions=(web_in,)),
+        LabelSelector(
+            match_labels=(("app", "web"),),
+            match_expressions=(LabelSelectorRequirement("tier", "In", frozenset({"front"})),),
+        ),
+        LabelSelector(
+            match_expressions=(web_in, LabelSelectorRequirement("tier", "Exists", frozenset()))
+        ),
+    ]
+    for selector in selectors:
+        c = _Constraint(1, LABEL_HOSTNAME, selector, 1, True, False)
+        col = _count_column(snap, c, "default")
+        full = [
+            sum(c.counted(p, "default") for p in ni.pods.values()) for ni in snap.node_info_list
+        ]
+        assert col.tolist() == full, selector

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -20,6 +21,9 @@ class Metrics:
     def __init__(self, profile: str) -> None:
         self.profile = profile
         r = self.registry = CollectorRegistry()
+        # (metric, label values) -> its child: prometheus_client's labels() validates and
+        # locks on every call, and the cycle observes several labelled metrics per pod.
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._unschedulable_seen: set[str] = set()
         self.algorithm_seconds = Histogram(
             "scheduler_scheduling_algorithm_duration_seconds",
@@ -133,6 +137,15 @@ class Metrics:
             registry=r,
         )
 
+    def child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, remembered (label values come from small sets:
+        extension points, plugins, statuses, queues, events)."""
+        key = (id(metric), values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return found
+
     # ------------------------------------------------------------------ the cycle observer
     # (scheduler.schedule_one.CycleObserver): upstream's per-cycle metrics.
 
@@ -140,13 +153,13 @@ class Metrics:
         self.algorithm_seconds.observe(seconds)
 
     def extension_point(self, point: str, status: str, seconds: float) -> None:
-        self.extension_point_seconds.labels(point, status, self.profile).observe(seconds)
+        self.child(self.extension_point_seconds, point, status, self.profile).observe(seconds)
 
     def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None:
-        self.plugin_seconds.labels(plugin, point, status).observe(seconds)
+        self.child(self.plugin_seconds, plugin, point, status).observe(seconds)
 
     def pod_scheduled(self, attempts: int, sli_seconds: float) -> None:
-        self.sli_seconds.labels(str(attempts)).observe(sli_seconds)
+        self.child(self.sli_seconds, str(attempts)).observe(sli_seconds)
 
     def set_unschedulable(self, per_plugin: Mapping[str, int]) -> None:
         """Pods waiting in the unschedulable map, by the plugin that rejected them."""

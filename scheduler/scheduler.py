@@ -75,7 +75,7 @@ class Scheduler:
             recorder=recorder,
             actions=actions,
             on_ready=self._wake.set,
-            on_incoming=lambda q, ev: self.metrics.queue_incoming.labels(q, ev).inc(),
+            on_incoming=lambda q, ev: self.metrics.child(self.metrics.queue_incoming, q, ev).inc(),
             namespace_labels=lambda ns: labels.get(ns, {}),
             observer=self.metrics,
         )
@@ -170,8 +170,9 @@ class Scheduler:
         if label is None:
             return  # "skipped": nothing was attempted
         name = self.config.scheduler_name
-        self.metrics.schedule_attempts.labels(label, name).inc()
-        self.metrics.attempt_duration.labels(label, name).observe(seconds)
+        m = self.metrics
+        m.child(m.schedule_attempts, label, name).inc()
+        m.child(m.attempt_duration, label, name).observe(seconds)
         if outcome == "assumed":
             if self.on_assumed is not None:
                 self.on_assumed(result.pod, result.attempts)

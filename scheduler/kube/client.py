@@ -38,6 +38,7 @@ from kubernetes.aio import config as aio_config
 
 from scheduler.decode import loads_json
 from scheduler.kube.errors import ApiError, Unreachable, error_for_status
+from scheduler.kube.http1 import ConnectionPool, HttpError
 
 __all__ = ["KubeClient", "TokenBucket", "context_namespace", "load_configuration", "loads_json"]
 
@@ -171,6 +172,7 @@ class KubeClient:
         self.user_agent = user_agent
         self.bucket = TokenBucket(qps, burst)
         self._session: aiohttp.ClientSession | None = None
+        self._pool: ConnectionPool | None = None
         self._base = str(configuration.host).rstrip("/")
         self._server_hostname = configuration.tls_server_name or None
         self._proxy = _proxy_for(configuration)
@@ -187,6 +189,17 @@ class KubeClient:
                 headers={"User-Agent": self.user_agent, "Accept": "application/json"},
             )
         return self._session
+
+    def _get_pool(self) -> ConnectionPool:
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                self._base,
+                ssl_context=_ssl_context(self.configuration),
+                server_hostname=self._server_hostname,
+                size=self.pool_size,
+                user_agent=self.user_agent,
+            )
+        return self._pool
 
     async def _headers(self, content_type: str) -> dict[str, str]:
         headers = {"Content-Type": content_type}
@@ -211,6 +224,15 @@ class KubeClient:
         return str(self.configuration.host)
 
     # ------------------------------------------------------------------ requests
+    async def _take_token(self) -> None:
+        wait = self.bucket.delay()
+        if wait > 0:
+            try:
+                await asyncio.sleep(wait)
+            except asyncio.CancelledError:
+                self.bucket.give_back()
+                raise
+
     async def _send(
         self,
         method: str,
@@ -221,13 +243,7 @@ class KubeClient:
         content_type: str,
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
-        wait = self.bucket.delay()
-        if wait > 0:
-            try:
-                await asyncio.sleep(wait)
-            except asyncio.CancelledError:
-                self.bucket.give_back()
-                raise
+        await self._take_token()
         url = self._base + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
@@ -255,18 +271,27 @@ class KubeClient:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """One API call after the rate limiter; the decoded JSON body (``{}`` when empty).
-        Raises ApiError (NotFound, Conflict, ... Unreachable)."""
-        limit = aiohttp.ClientTimeout(total=timeout or self.timeout)
-        resp = await self._send(
-            method, path, query=query, body=body, content_type=content_type, timeout=limit
-        )
-        try:
-            async with resp:
-                data = await resp.read()
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            raise Unreachable(self._unreachable(method, path, e)) from e
-        if resp.status >= 300:
-            raise error_for_status(resp.status, f"{method} {path}: {resp.status}: {_detail(data)}")
+        Raises ApiError (NotFound, Conflict, ... Unreachable). Through the keep-alive pool
+        (``scheduler.kube.http1``), or aiohttp when a proxy is in the way."""
+        if self._proxy is not None:
+            status, data = await self._request_via_session(
+                method, path, query=query, body=body, content_type=content_type, timeout=timeout
+            )
+        else:
+            await self._take_token()
+            target = path + "?" + urllib.parse.urlencode(query) if query else path
+            try:
+                status, data = await self._get_pool().request(
+                    method,
+                    target,
+                    headers=await self._headers(content_type),
+                    body=None if body is None else dumps_json(body),
+                    timeout=timeout or self.timeout,
+                )
+            except HttpError as e:
+                raise Unreachable(self._unreachable(method, path, e)) from e
+        if status >= 300:
+            raise error_for_status(status, f"{method} {path}: {status}: {_detail(data)}")
         if not data:
             return {}
         try:
@@ -274,6 +299,26 @@ class KubeClient:
         except ValueError as e:
             raise ApiError(f"{method} {path}: response is not JSON") from e
         return out if isinstance(out, dict) else {"items": out}
+
+    async def _request_via_session(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None,
+        body: Any,
+        content_type: str,
+        timeout: float | None,
+    ) -> tuple[int, bytes]:
+        limit = aiohttp.ClientTimeout(total=timeout or self.timeout)
+        resp = await self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=limit
+        )
+        try:
+            async with resp:
+                return resp.status, await resp.read()
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise Unreachable(self._unreachable(method, path, e)) from e
 
     # Kept for callers that think of it as "the call" (events, leases, reviews).
     call = request
@@ -310,6 +355,8 @@ class KubeClient:
         return f"cannot reach the API server at {self.host} ({method} {path}): {text}"
 
     async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
         if self._session is not None:
             with contextlib.suppress(Exception):
                 await self._session.close()

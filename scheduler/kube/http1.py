@@ -23,6 +23,7 @@ import os
 import ssl
 import urllib.parse
 from collections.abc import Mapping
+from typing import cast
 
 import httptools
 
@@ -47,8 +48,8 @@ class _Connection(asyncio.Protocol):
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # uvloop's transports (TCP, TLS) are not asyncio.Transport subclasses: no isinstance
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         try:

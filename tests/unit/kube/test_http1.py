@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -68,12 +69,12 @@ class Server:
 _SERVERS: list[asyncio.Server] = []
 
 
-async def serve(reply: Reply) -> tuple[Server, str]:
+async def serve(reply: Reply, tls: ssl.SSLContext | None = None) -> tuple[Server, str]:
     s = Server(reply)
-    srv = await asyncio.start_server(s.handle, "127.0.0.1", 0)
+    srv = await asyncio.start_server(s.handle, "127.0.0.1", 0, ssl=tls)
     _SERVERS.append(srv)
     port = srv.sockets[0].getsockname()[1]
-    return s, f"http://127.0.0.1:{port}"
+    return s, f"{'https' if tls else 'http'}://127.0.0.1:{port}"
 
 
 def sync(test: Callable[[], Coroutine[Any, Any, None]]) -> Callable[[], None]:
@@ -273,3 +274,30 @@ async def test_kube_client_calls_go_through_the_pool() -> None:
     ):
         await dead.request("GET", "/api/v1/x")
     await dead.close()
+
+
+def test_tls_under_uvloop_as_the_scheduler_runs() -> None:
+    """The scheduler runs on uvloop and talks TLS to the API server: uvloop's transports
+    are not asyncio.Transport subclasses, and its TLS handshake calls connection_made."""
+    import uvloop
+
+    from scheduler.servingcert import server_context
+
+    async def body() -> None:
+        tls, _ = server_context(cert_file=None, key_file=None, bind_address="127.0.0.1")
+        server, base = await serve(lambda req: ok(b'{"tls":true}'), tls)
+        client_ctx = ssl.create_default_context()
+        client_ctx.check_hostname = False
+        client_ctx.verify_mode = ssl.CERT_NONE
+        p = ConnectionPool(base, ssl_context=client_ctx)
+        for _ in range(2):
+            got = await p.request("GET", "/x", headers={}, body=None, timeout=5)
+            assert got == (200, b'{"tls":true}')
+        assert server.connections == 1
+        await p.close()
+        for srv in _SERVERS:
+            srv.close()
+        _SERVERS.clear()
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(asyncio.wait_for(body(), 20))

@@ -12,7 +12,6 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from scheduler import __version__
 from scheduler.config import ConfigError, load_config
 
 __all__ = ["main"]
@@ -186,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.command == "version":
+        from scheduler import __version__
+
         print(f"py-scheduler {__version__}")
         return 0
     if args.command == "run":

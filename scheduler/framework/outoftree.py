@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from importlib.metadata import entry_points
 from typing import Any
 
 from scheduler.framework.interface import Code, Status
@@ -74,6 +73,8 @@ def _load(target: str, where: str) -> type:
 
 def discover(modules: Mapping[str, str]) -> dict[str, type]:
     """Plugin name -> class: entry points first, then ``modules`` (``pluginModules``)."""
+    from importlib.metadata import entry_points  # here: costly to import, rarely needed
+
     found: dict[str, type] = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         found[ep.name] = _load(ep.value, f"entry point {ep.name} of {ENTRY_POINT_GROUP}")

@@ -1133,3 +1133,61 @@ def test_timestamps_are_remembered_by_their_text_and_errors_are_not() -> None:
         with pytest.raises(ParseError, match=r"status\.startTime: invalid timestamp 'yesterday'"):
             types._timestamp("yesterday", "status.startTime", "Pod default/p")
     assert "yesterday" not in types._TIMESTAMPS
+
+
+@pytest.mark.parametrize(
+    "builder",
+    [
+        pytest.param(make_pod("p"), id="minimal pod"),
+        pytest.param(
+            make_pod("p")
+            .req(cpu="1", memory="1Gi")
+            .label("app", "web")
+            .node("n1")
+            .nominated("n2")
+            .priority(7)
+            .node_selector(disk="ssd")
+            .affinity(
+                {
+                    "podAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": [
+                            {"labelSelector": {"matchLabels": {"a": "b"}}, "topologyKey": "z"}
+                        ]
+                    },
+                    "podAntiAffinity": {
+                        "preferredDuringSchedulingIgnoredDuringExecution": [
+                            {
+                                "weight": 5,
+                                "podAffinityTerm": {
+                                    "labelSelector": {"matchLabels": {"a": "b"}},
+                                    "topologyKey": "h",
+                                },
+                            }
+                        ]
+                    },
+                }
+            )
+            .toleration("k", "v", "NoSchedule")
+            .host_port(8080)
+            .spread({"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"})
+            .started(5)
+            .terminating(by_preemption=True)
+            .gates("g")
+            .image_volume("img:1"),
+            id="pod using every field",
+        ),
+    ],
+)
+def test_decoded_pod_is_an_ordinary_frozen_pod_info(builder: PodBuilder) -> None:
+    """pod_from_dict builds its PodInfo through a draft (types._PodInfoDraft): the result
+    has every field set, equals what PodInfo(...) builds from the same values, and is
+    frozen like any PodInfo."""
+    import dataclasses
+
+    pod = builder.info()
+    assert type(pod) is PodInfo
+    values = {f.name: getattr(pod, f.name) for f in dataclasses.fields(PodInfo)}
+    assert pod == PodInfo(**values)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        pod.name = "other"  # type: ignore[misc]
+    assert dataclasses.replace(pod, name="q").key == pod.key  # key is a field like any other

@@ -10,6 +10,11 @@ namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
    created in bulk on N nodes; pods/s from the first create call to the last bind seen by a
    client-side watch; latency p50/p99 client side (create call -> watch sees spec.nodeName)
    and server side (creationTimestamp -> PodScheduled lastTransitionTime, whole seconds).
+   With an equal unthrottled client the pods are created as fast as the client can; at the
+   shipped defaults they are paced (--paced-rate, 60/s, above the 50 QPS the schedulers
+   bind at), so that the backlog behind the schedulers' rate limit, which makes the
+   latency there, is the same for both and does not depend on how much CPU the other
+   processes left the client.
 2. preemption (upstream PreemptionAsync's shape, scaled): every node holds 4 low-priority pods
    (900m, grace 1s), high-priority pods (3 cpu) arrive at a fixed rate, each needing 3 victims;
    time until all are bound, victims per preemptor, preemptors that took more than needed.
@@ -926,17 +931,27 @@ class Bench:
         if errors:
             raise errors[0]
 
-    def create_pods(self, ns: str, bodies: Sequence[dict[str, Any]]) -> dict[str, float]:
-        """Create in bulk from a few threads; returns each pod's create-call start time."""
+    def create_pods(
+        self, ns: str, bodies: Sequence[dict[str, Any]], rate: float = 0.0
+    ) -> dict[str, float]:
+        """Create in bulk from a few threads; returns each pod's create-call start time.
+        ``rate`` > 0: pod i is not sent before start + i / rate (a paced arrival process,
+        the same for every scheduler as long as the client can keep up)."""
         sent: dict[str, float] = {}
         path = f"/api/v1/namespaces/{ns}/pods"
+        start = time.monotonic()
 
-        def create(body: dict[str, Any]) -> None:
+        def create(item: tuple[int, dict[str, Any]]) -> None:
+            i, body = item
+            if rate > 0:
+                wait = start + i / rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
             t = time.time()
             self.client.request("POST", path, body, allow=(409,))
             sent[body["metadata"]["name"]] = t
 
-        self._parallel(create, bodies, self.args.client_threads)
+        self._parallel(create, list(enumerate(bodies)), self.args.client_threads)
         return sent
 
     def start_scheduler(
@@ -1009,7 +1024,9 @@ class Bench:
             bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
             record["loadavg_before"] = loadavg()
             cpu0 = proc.cpu_seconds() or 0.0
-            sent = self.create_pods(ns, bodies)
+            rate = self.args.paced_rate if mode == "defaults" else 0.0
+            record["create_rate"] = rate or None
+            sent = self.create_pods(ns, bodies, rate)
             created = time.time()
             timeout = self.args.timeout or (120 + pods / 5)
             complete = watch.wait_until(lambda: watch.count("tp", "bound") >= pods, timeout, proc)
@@ -1786,6 +1803,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--schedulers", default="kube,py")
     ap.add_argument("--preemption-rate", type=float, default=10.0, help="preemptors per second")
     ap.add_argument("--client-threads", type=int, default=4, help="threads creating objects")
+    ap.add_argument(
+        "--paced-rate",
+        type=float,
+        default=60.0,
+        help="throughput at the shipped defaults: create pods at this many per second "
+        "(0: as fast as the client can), so that both schedulers see the same arrivals",
+    )
     ap.add_argument("--timeout", type=float, default=0.0, help="per run (0: from the size)")
     ap.add_argument("--kwok-delete-delay", default="1s", help="cap on Terminating (kwok)")
     ap.add_argument("--core-json", help="benchmarks/core_bench.py's --json, to report as well")

@@ -211,7 +211,8 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "name": name,
                 "size": size,
                 "qps_mode": mode,
-                "value": value,
+                # Shown to two digits; judged unrounded (0.996 is not >= 1.0).
+                "value": None if value is None else round(value, 2),
                 "op": op,
                 "target": target,
                 "met": _check(value, op, target),
@@ -232,7 +233,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 if tk is None and tp is None:
                     continue
                 what = "" if scenario == "throughput" else f" ({scenario})"
-                value = ratio(_metric(tp, "pods_per_second"), _metric(tk, "pods_per_second"))
+                value = ratio(_metric(tp, "pods_per_second"), _metric(tk, "pods_per_second"), 6)
                 add(
                     f"throughput py/kube{what}",
                     size,
@@ -249,7 +250,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         f"CPU ms/pod py/kube{what}",
                         size,
                         mode,
-                        ratio(cp, ck),
+                        ratio(cp, ck, 6),
                         "<=",
                         1.0,
                         f"{_fmt(cp)} / {_fmt(ck)} ms",
@@ -260,7 +261,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         f"latency p99 py/kube{what}",
                         size,
                         mode,
-                        ratio(lp, lk),
+                        ratio(lp, lk, 6),
                         "<=",
                         1.0,
                         f"{_fmt(lp)} s / {_fmt(lk)} s",
@@ -272,7 +273,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     "preemption completion kube/py",
                     size,
                     mode,
-                    ratio(ck, cp),
+                    ratio(ck, cp, 6),
                     ">=",
                     0.8,
                     f"{_fmt(ck)} s / {_fmt(cp)} s",
@@ -335,7 +336,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "peak RSS py/kube",
                 size,
                 "all",
-                ratio(peaks.get(PY), peaks.get(KUBE)),
+                ratio(peaks.get(PY), peaks.get(KUBE), 6),
                 "<=",
                 1.0,
                 f"{_fmt(_mib(peaks.get(PY)), 0)} MiB / {_fmt(_mib(peaks.get(KUBE)), 0)} MiB",

@@ -336,3 +336,15 @@ def test_dump_results_round_trips() -> None:
     text = H.dump_results(results)
     assert json.loads(text) == results
     assert len(text.splitlines()) == len(RUNS) + 7
+
+
+def test_ratios_are_judged_unrounded() -> None:
+    """54.7 / 54.9 pods/s shows as 1.0 but misses ">= 1.0"; 3.0 / 3.0 ms meets "<= 1.0"."""
+    runs = [
+        _run("throughput", "equal", H.KUBE, pods_per_second=54.9, cpu_ms_per_pod=3.0),
+        _run("throughput", "equal", H.PY, pods_per_second=54.7, cpu_ms_per_pod=3.0),
+    ]
+    by_name = {r["name"]: r for r in H.compute_ratios(runs)}
+    assert by_name["throughput py/kube"]["value"] == 1.0
+    assert by_name["throughput py/kube"]["met"] is False
+    assert by_name["CPU ms/pod py/kube"]["met"] is True

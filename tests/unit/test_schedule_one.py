@@ -693,3 +693,58 @@ def test_a_namespace_label_change_reaches_inter_pod_affinitys_hint() -> None:
     old, labels["other"] = labels["other"], {"team": "x"}
     core.on_namespace_update(old, labels["other"])
     assert core.queue.where("default/p") in ("active", "backoff")
+
+
+def test_records_leave_no_cyclic_garbage() -> None:
+    """What the live scheduler freezes after its first listing (kube/live.py settle_heap)
+    must be freed by reference counting alone: pods scheduled, spread and bound, then
+    deleted with their nodes, leave nothing for the cycle collector."""
+    import gc
+
+    nodes = [
+        make_node(f"n{i}").alloc(cpu="4", pods=110).label("zone", f"z{i % 2}").record()
+        for i in range(4)
+    ]
+    h = harness(nodes, [bound(f"b{i}", f"n{i % 4}", "100m") for i in range(8)])
+    for i in range(6):
+        h.core.queue.add(
+            make_pod(f"p{i}")
+            .req(cpu="100m")
+            .label("app", "web")
+            .spread(
+                {
+                    "maxSkew": 1,
+                    "topologyKey": "zone",
+                    "whenUnsatisfiable": "DoNotSchedule",
+                    "labelSelector": {"matchLabels": {"app": "web"}},
+                }
+            )
+            .info()
+        )
+    while h.core.schedule_one() is not None:
+        pass
+    for pod, node_name in h.binder.calls:
+        h.core.on_bind_result(pod.key, BindOutcome.OK)
+        h.core.on_pod_update(pod, replace(pod, node_name=node_name, phase="Running"))
+    from scheduler.backend.cache.snapshot import Snapshot
+
+    snap = Snapshot()
+    h.core.cache.update_snapshot(snap)
+    pods = [p for ni in snap.node_info_list for p in ni.pods.values()]
+    assert len(pods) == 14
+    del snap
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for p in pods:
+            h.core.on_pod_delete(p)
+        for n in nodes:
+            h.core.on_node_delete(n.name)
+        del pods
+        gc.collect()
+        kinds = {type(o).__name__ for o in gc.garbage}
+        assert not kinds & {"PodInfo", "NodeInfo", "NodeRecord", "Resource"}, kinds
+        assert gc.garbage == [], kinds
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()

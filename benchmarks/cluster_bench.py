@@ -120,6 +120,7 @@ SIZES = {
     "xl": Size("xl", nodes=5000, pods=10000, preempt_nodes=1000),
 }
 # --size: one name, a comma-separated list, "both" (small,large) or "all" (small,large,xl).
+XL_NODES = 2000  # from this many nodes the control plane gets kwok's longer node lease
 SIZE_GROUPS = {"both": ("small", "large"), "all": ("small", "large", "xl")}
 # The deployments scenario: Deployments of this many replicas, in these PriorityClasses.
 DEPLOYMENT_REPLICAS = 50
@@ -785,6 +786,10 @@ class Bench:
         )
         env = dict(os.environ)
         env["PY_SCHEDULER_KWOK_DELETE_DELAY"] = self.args.kwok_delete_delay
+        if max(SIZES[name].nodes for name in size_names(self.args.size)) >= XL_NODES:
+            # 5000 kwok nodes renewing a 40 s lease every 10 s is more than kwok and the API
+            # server do on 2 cores: nodes fall back to NotReady. Renew every minute instead.
+            env.setdefault("PY_SCHEDULER_NODE_LEASE_SECONDS", "240")
         # A private cluster dies with this process (even on SIGKILL); a named one is kept.
         keep = bool(self.args.keep_cluster or self.args.state_dir)
         self.local = localcluster.LocalCluster(state_dir, env=env, die_with_parent=not keep)

@@ -427,6 +427,29 @@ def delete_delay_ms(env: Mapping[str, str] | None = None) -> int:
         raise ClusterError(f"PY_SCHEDULER_KWOK_DELETE_DELAY: {err}") from None
 
 
+DEFAULT_NODE_LEASE_SECONDS = 40
+
+
+def node_lease_seconds(env: Mapping[str, str] | None = None) -> int:
+    """kwok's node lease duration (PY_SCHEDULER_NODE_LEASE_SECONDS, default 40; kwok renews
+    every quarter of it). Thousands of fake nodes on 2 cores need longer: at 40 s, 5000 nodes
+    are 500 lease renewals a second, more than kwok and the API server keep up with here,
+    and nodes fall back to NotReady."""
+    env = os.environ if env is None else env
+    raw = env.get("PY_SCHEDULER_NODE_LEASE_SECONDS", "").strip()
+    if not raw:
+        return DEFAULT_NODE_LEASE_SECONDS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 10:
+        raise ClusterError(
+            f"PY_SCHEDULER_NODE_LEASE_SECONDS: {raw!r} is not a whole number of seconds >= 10"
+        )
+    return value
+
+
 def _jq(key: str, operator: str, *values: str) -> dict[str, Any]:
     expression: dict[str, Any] = {"key": key, "operator": operator}
     if values:
@@ -1261,6 +1284,14 @@ class LocalCluster:
         self._write_state(state)
 
     def _components(self, bin_dir: Path, ports: Mapping[str, int]) -> list[Component]:
+        lease = node_lease_seconds(self.env)
+        # The node lifecycle controller's patience: upstream's default (50 s) for the
+        # default lease; for a longer one, the lease plus a renewal interval and a minute.
+        grace_flags = (
+            []
+            if lease == DEFAULT_NODE_LEASE_SECONDS
+            else [f"--node-monitor-grace-period={lease + lease // 4 + 60}s"]
+        )
         pki = self.pki_dir
         verbosity = self.env.get("PY_SCHEDULER_CLUSTER_VERBOSITY", "1")
         etcd_url = f"http://{LOOPBACK}:{ports['etcd']}"
@@ -1338,6 +1369,7 @@ class LocalCluster:
                     f"--root-ca-file={pki / 'ca.crt'}",
                     # Lift the not-ready taint soon after kwok marks a node Ready.
                     "--node-monitor-period=2s",
+                    *grace_flags,
                     "--kube-api-qps=100",
                     "--kube-api-burst=200",
                     f"--v={verbosity}",
@@ -1354,7 +1386,7 @@ class LocalCluster:
                     "--manage-all-nodes=false",
                     f"--manage-nodes-with-annotation-selector={kwok_selector}",
                     f"--cidr={POD_CIDR}",
-                    "--node-lease-duration-seconds=40",
+                    f"--node-lease-duration-seconds={lease}",
                     f"--server-address={LOOPBACK}:{kwok_port}",
                 ],
                 {"server": kwok_port},

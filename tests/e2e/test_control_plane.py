@@ -209,3 +209,24 @@ def unused_tcp_listener() -> Iterator[int]:
         sock.bind(("127.0.0.1", 0))
         sock.listen()
         yield sock.getsockname()[1]
+
+
+def test_node_lease_setting_reaches_kwok_and_the_node_lifecycle_controller(
+    tmp_path: Path,
+) -> None:
+    """PY_SCHEDULER_NODE_LEASE_SECONDS: kwok's lease and, past the default, a node monitor
+    grace period that outlasts a renewal interval; bad values name the variable."""
+    assert localcluster.node_lease_seconds({}) == 40
+    local = localcluster.LocalCluster(
+        tmp_path, env={"PY_SCHEDULER_NODE_LEASE_SECONDS": "240"}, bin_dir=tmp_path
+    )
+    argv = {c.name: c.argv for c in local._components(tmp_path, localcluster.allocate_ports({}))}
+    assert "--node-lease-duration-seconds=240" in argv["kwok"]
+    assert "--node-monitor-grace-period=360s" in argv["kube-controller-manager"]
+    default = localcluster.LocalCluster(tmp_path, env={}, bin_dir=tmp_path)
+    argv = {c.name: c.argv for c in default._components(tmp_path, localcluster.allocate_ports({}))}
+    assert "--node-lease-duration-seconds=40" in argv["kwok"]
+    assert not any("grace-period" in a for a in argv["kube-controller-manager"])
+    for bad in ("5", "1m", "-3"):
+        with pytest.raises(localcluster.ClusterError, match="PY_SCHEDULER_NODE_LEASE_SECONDS"):
+            localcluster.node_lease_seconds({"PY_SCHEDULER_NODE_LEASE_SECONDS": bad})

@@ -190,14 +190,18 @@ YAML_SUFFIXES = (".yaml", ".yml", ".json")
 #   digits and dots then a letter other than e, b, o, x (``100m``, ``128Mi``, ``5d9c``), or
 #   with at least three dot-separated digit groups (``10.0.0.1``). Inside a plain string:
 #   letters, digits, ``. _ / + = @ ~ % $ -``, non-ASCII printables other than line and
-#   paragraph separators, ``:`` before such a character, and single spaces between words.
+#   paragraph separators, ``:`` before such a character, and single spaces between words;
+# - literal blocks ``key: |`` and ``key: |-`` in the form kubectl writes (``_without_blocks``).
 #
-# Anything else (anchors, aliases, tags, merge keys, block or multi-line scalars, flow
-# collections, directives, ``...``, tabs, trailing spaces, CR, a BOM, timestamps, octal,
-# ``~``...) sends the whole file to the loader above, as does any rapidyaml or orjson error
-# and any disagreement on the number of documents: what that loader builds or raises stays
-# the reference. kubectl (go-yaml) quotes every string YAML 1.1 would retype, and PyYAML's
-# dumper does too, so their dumps take this path. tests/unit/test_decode_fastyaml.py compares
+# Anything else (anchors, aliases, tags, merge keys, folded or multi-line plain and quoted
+# scalars, flow collections, directives, ``...``, tabs, trailing spaces, CR, a BOM,
+# timestamps, octal, ``~``...) sends the whole file to the loader above, as does any
+# rapidyaml or orjson error, a document deeper than rapidyaml's emitter goes (64), and any
+# disagreement on the number of documents: what that loader builds or raises stays the
+# reference. A plain scalar continued on the next line is caught after emitting (``_FOLDED``).
+# kubectl (go-yaml) quotes strings that a resolver would retype, and so does PyYAML's dumper
+# (though it writes 1.1's strings ``1e3`` or ``08`` plain, which this path declines): their
+# dumps take this path. tests/unit/test_decode_fastyaml.py compares
 # both paths on hand-written documents and on Hypothesis-generated ones.
 
 _NON_ASCII = "\u00a1-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
@@ -275,13 +279,66 @@ def _quiet_stderr() -> Iterator[None]:
         os.close(saved)
 
 
+_BLOCK_HEAD = re.compile(rf"(?P<lead> *(?:- )*)(?P<key>{_KEY}): \|-?\n")
+_BLOCK_CHARS = re.compile(rf"[\x20-\x7e{_QUOTED_CHARS}]*")
+
+
+def _without_blocks(text: str) -> str | None:
+    """``text`` with the bodies of its literal block scalars cut out and their headers made
+    ``key: ""``, for the line check; None when a block is one the subset leaves out.
+
+    Taken: ``key: |`` and ``key: |-`` (kubectl's form for a string with line breaks, such as
+    the last-applied-configuration annotation) whose body starts on the next line, indented
+    more than the key, with every non-empty line at least as indented as the first, no line
+    of spaces only, no tab or control character. Others (``|+``, an indentation indicator,
+    ``>``, ``- |``, a leading empty line) are left to the line check, which declines them.
+    Runtime complexity: O(len(text)), Python work per line of a block only."""
+    if ": |" not in text:
+        return text
+    out: list[str] = []
+    done = search = 0
+    while (at := text.find(": |", search)) != -1:
+        search = at + 3
+        start = text.rfind("\n", 0, at) + 1
+        head = _BLOCK_HEAD.match(text, start)
+        if head is None or head.end("key") != at:
+            continue  # in a quoted string or a comment, or not a form taken: the line check
+        column, body = len(head["lead"]), head.end()
+        indent, end, p = 0, body, body
+        while (nl := text.find("\n", p)) != -1:  # a last line without a line break: declined
+            line, start_of_line, p = text[p:nl], p, nl + 1
+            if not line:
+                continue
+            spaces = len(line) - len(line.lstrip(" "))
+            if spaces <= column:
+                break  # the block ended before this line
+            if not indent:
+                if start_of_line != body:
+                    return None  # leading empty lines
+                indent = spaces
+            if spaces < indent or spaces == len(line) or not _BLOCK_CHARS.fullmatch(line):
+                return None
+            end = p
+        else:
+            rest = text[p:]
+            if rest and len(rest) - len(rest.lstrip(" ")) > column:
+                return None  # the block's last line has no line break: PyYAML keeps none
+        if end == body:
+            return None  # no content line before the block ended: not a form taken
+        out += (text[done:start], head["lead"], head["key"], ': ""\n')
+        done = search = end
+    out.append(text[done:])
+    return "".join(out)
+
+
 def fast_yaml_documents(text: str, data: bytes) -> list[Any] | None:
     """The documents of a YAML stream (``text`` is ``data`` decoded), built by rapidyaml and
     orjson, or None when the stream is outside the subset above, rapidyaml is not installed,
     or either of them disagrees with the stream: the caller then uses the safe loader.
     Runtime complexity: O(len(data))."""
+    lines = _without_blocks(text)
     # Each distinct line once: a dump repeats most of its lines (keys, kinds, requests).
-    if _OUTSIDE.search("\n".join(set(text.split("\n")))) is not None:
+    if lines is None or _OUTSIDE.search("\n".join(set(lines.split("\n")))) is not None:
         return None
     starts = _STARTS.findall(text)
     first = _CONTENT.search(text)

@@ -155,6 +155,15 @@ metadata:
         pytest.param("---\n---\na: 1\n---\n", id="empty documents around"),
         pytest.param("a: 1\n---\n\n# c\n---\nb: 2", id="no final newline"),
         pytest.param("# c\n---\na: 1\n", id="comment then ---"),
+        pytest.param(
+            "metadata:\n  annotations:\n    kubectl.kubernetes.io/last-applied-configuration: |\n"
+            '      {"apiVersion":"v1","kind":"PriorityClass","value":-5,"a":"b: c"}\n'
+            "  name: x\nvalue: 1000\n",
+            id="kubectl's last-applied-configuration (a literal block)",
+        ),
+        pytest.param("a: |\n  x\n  y\n", id="literal block"),
+        pytest.param("a: |-\n  x\n\n    y # z\n  =: w\n\n\nb: 1\n", id="literal, strip"),
+        pytest.param("- a: |\n    x\n  b: |\n     y\n---\nc: |\n  ---\n", id="blocks in entries"),
     ],
 )
 def test_the_fast_path_takes_these_and_builds_what_the_loader_builds(text: str) -> None:
@@ -203,9 +212,15 @@ def test_the_fast_path_takes_these_and_builds_what_the_loader_builds(text: str) 
         pytest.param("a: !!str 1\n", id="tag"),
         pytest.param("a: !!binary aGVsbG8=\n", id="binary"),
         pytest.param("a: !custom x\n", id="custom tag"),
-        pytest.param("a: |\n  x\n  y\n", id="literal block"),
         pytest.param("a: >-\n  x\n  y\n", id="folded block"),
         pytest.param("a: |+\n  x\n\n", id="keep chomping"),
+        pytest.param("a: |2\n   x\n", id="indentation indicator"),
+        pytest.param("- |\n  x\n", id="a block as an entry"),
+        pytest.param("a: |\n\n  x\n", id="a block's leading empty line"),
+        pytest.param("a: |\n  x\n   \n", id="a block's line of spaces"),
+        pytest.param("a: |\n  x\n\ty\n", id="a tab in a block"),
+        pytest.param("a: |\n  x", id="a block's last line without a line break"),
+        pytest.param("a: |\nb: 1\n", id="an empty block"),
         pytest.param("a: b\n  c\n", id="multi-line plain"),
         pytest.param('a: "b\n  c"\n', id="multi-line double-quoted"),
         pytest.param("a: [1, 2]\n", id="flow sequence"),
@@ -232,6 +247,7 @@ def test_the_fast_path_takes_these_and_builds_what_the_loader_builds(text: str) 
         pytest.param("- a\n\n  - b\n", id="continued after an empty line"),
         pytest.param("- x\n  -\n", id="continued by a bare dash"),
         pytest.param("a: 'x - y'\n", id="a quoted string that looks folded (only costs speed)"),
+        pytest.param("a: |\n  x\n  - y\n", id="a block that looks folded (only costs speed)"),
         pytest.param("k" * 1100 + ": 1\n", id="a key past libyaml's 1024 characters"),
         pytest.param("'" + "k" * 1100 + "': 1\n", id="a quoted key past 1024 characters"),
         pytest.param("- " * 70 + "a\n", id="deeper than rapidyaml's emitter goes"),
@@ -435,6 +451,55 @@ def test_well_formed_documents_of_the_subset_take_the_fast_path(docs: list[Any])
 @given(st.lists(st.lists(st.tuples(_KEY, _raw(_SCALAR, _KEY)), min_size=1, max_size=3), max_size=3))
 def test_raw_scalars_in_block_documents(docs: list[Any]) -> None:
     _check(_stream(docs))
+
+
+_BLOCK_TEXT = st.one_of(
+    *[st.sampled_from([*_IN_SUBSET, '{"k":"v","n":-1}', "x: y", "# c", "x  ", "日本"])] * 3,
+    st.sampled_from([*_TOKENS, "- z", " ", "\t", "x\ty"]),
+)
+_BLOCK_LINES = st.lists(
+    st.one_of(
+        st.just(""),
+        *[st.tuples(st.sampled_from([0, 0, 0, 2, 5]), _BLOCK_TEXT).map(lambda t: " " * t[0] + t[1])]
+        * 4,
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@SETTINGS
+@given(
+    st.sampled_from(["", "- ", "  ", "- - "]),
+    st.sampled_from(["|", "|-", "|", "|-", "|+", ">", "|2", "| "]),
+    st.integers(1, 4),
+    _BLOCK_LINES,
+    st.sampled_from(["", "b: 1\n", "  b: 1\n", "---\n", "# c\n", "- b\n"]),
+    st.booleans(),
+)
+def test_literal_blocks(
+    lead: str, header: str, indent: int, lines: list[str], after: str, last_break: bool
+) -> None:
+    pad = " " * (len(lead) + indent)
+    body = "\n".join(pad + line if line else line for line in lines)
+    _check(f"{lead}a: {header}\n{body}" + ("\n" if last_break else "") + after)
+
+
+@SETTINGS
+@given(st.lists(st.from_regex(r"[ -~é日]{1,30}", fullmatch=True), min_size=1, max_size=4))
+def test_pyyaml_dumps_of_multi_line_strings(lines: list[str]) -> None:
+    """Strings with line breaks, as a dumper writes them (literal when it can)."""
+    value = "\n".join(lines)
+
+    class Literal(yaml.SafeDumper):
+        pass
+
+    Literal.add_representer(
+        str, lambda d, v: d.represent_scalar("tag:yaml.org,2002:str", v, style="|")
+    )
+    for v in (value, value + "\n"):
+        _check(yaml.dump({"a": v, "b": [v]}, Dumper=Literal, allow_unicode=True))
+        _check(yaml.safe_dump({"a": v}, allow_unicode=True))
 
 
 _SCALARS = st.one_of(

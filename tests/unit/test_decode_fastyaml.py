@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -300,6 +301,17 @@ def test_without_rapidyaml_yaml_takes_the_loader(
     monkeypatch.setattr(decode, "_ryml", False)
     assert fast_yaml_documents(p.read_text(), p.read_bytes()) is None
     assert [d.obj for d in load_documents([str(p)])] == with_ryml == objs
+
+
+def test_an_absent_rapidyaml_is_imported_once_and_yaml_takes_the_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ryml", None)  # import ryml raises ImportError
+    monkeypatch.setattr(decode, "_ryml", None)
+    p = tmp_path / "dump.yaml"
+    p.write_text(yaml.safe_dump_all([make_node("n1").obj(), make_pod("a").obj()]))
+    assert [d.kind for d in load_documents([str(p)])] == ["Node", "Pod"]
+    assert decode._ryml is False
 
 
 def test_a_json_list_and_its_yaml_dump_give_the_same_objects(tmp_path: Path) -> None:

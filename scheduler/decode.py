@@ -236,7 +236,7 @@ _COMMENT = rf"#[\x20-\x7e{_QUOTED_CHARS}]*"
 _LINE = rf"(?: *(?:(?:- )*{_KEY}:(?: {_VALUE})?|(?:- )+{_VALUE}|(?:- )*-|{_COMMENT})|---|)"
 _OUTSIDE = re.compile(rf"^(?!{_LINE}$)", re.MULTILINE)  # a line outside the subset
 _CONTENT = re.compile(r"^(?! *(?:#.*)?$)", re.MULTILINE)  # the first line with content
-_STARTS = re.compile(r"^---$", re.MULTILINE)
+_STARTS = re.compile(r"---(?![^\n])")  # searched by its literal; the line start checked after
 # A plain scalar continued on the next, more indented line: in the subset only a line that
 # starts with ``-`` can continue one (anything else is an error for both parsers), so the
 # folded string holds "x -" or "\\n-". Quoted strings that hold either only cost the fast path.
@@ -340,10 +340,10 @@ def fast_yaml_documents(text: str, data: bytes) -> list[Any] | None:
     # Each distinct line once: a dump repeats most of its lines (keys, kinds, requests).
     if lines is None or _OUTSIDE.search("\n".join(set(lines.split("\n")))) is not None:
         return None
-    starts = _STARTS.findall(text)
+    starts = sum(1 for m in _STARTS.finditer(text) if not m.start() or text[m.start() - 1] == "\n")
     first = _CONTENT.search(text)
     # One document per ``---``, plus an implicit first one when content comes before any.
-    count = len(starts) + (first is not None and not text.startswith("---", first.start()))
+    count = starts + (first is not None and not text.startswith("---", first.start()))
     if count == 0:
         return []
     ryml = _rapidyaml()

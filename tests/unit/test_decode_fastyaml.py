@@ -580,3 +580,22 @@ def test_dumps_shaped_like_kubectl_s_take_the_fast_path(objs: list[dict[str, Any
     """Objects of API shapes, dumped: always in the subset, and equal to the loader's."""
     text = yaml.safe_dump_all(objs, width=10**6)
     assert _check(text) is not None
+
+
+@SETTINGS
+@given(
+    st.lists(
+        st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False).map(repr),
+            st.tuples(st.integers(-(10**17), 10**17), st.integers(0, 10**17 - 1)).map(
+                lambda t: f"{t[0]}.{t[1]}"
+            ),
+            st.integers(-(10**18) + 1, 10**18 - 1).map(str),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_numbers_round_alike(numbers: list[str]) -> None:
+    """orjson and PyYAML (``float()``, ``int()``) read the decimals of the subset alike."""
+    _check("".join(f"k{i}: {n}\n" for i, n in enumerate(numbers)))

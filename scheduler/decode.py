@@ -11,7 +11,9 @@ What it owns:
   object and the field. The informers of the live layer call it once per object version;
   ``simulate`` and ``explain`` call it for every object of a dump or a listing.
 - ``load_documents``: files, directories or standard input holding ``kubectl get -o json``
-  Lists (or any JSON objects) and multi-document YAML (libyaml's loader when PyYAML has it),
+  Lists (or any JSON objects) and multi-document YAML (rapidyaml and orjson for files in a
+  subset where they read as the safe loader does, see ``fast_yaml_documents``; otherwise
+  PyYAML's safe loader, with libyaml's parser when PyYAML has it),
   as ``Document`` records that know their file, document number and List item, with
   ``InputError`` naming those for bad input. An optional progress callback counts objects.
 

@@ -11,7 +11,9 @@ What it owns:
   object and the field. The informers of the live layer call it once per object version;
   ``simulate`` and ``explain`` call it for every object of a dump or a listing.
 - ``load_documents``: files, directories or standard input holding ``kubectl get -o json``
-  Lists (or any JSON objects) and multi-document YAML (libyaml's loader when PyYAML has it),
+  Lists (or any JSON objects) and multi-document YAML (rapidyaml and orjson for files in a
+  subset where they read as the safe loader does, see ``fast_yaml_documents``; otherwise
+  PyYAML's safe loader, with libyaml's parser when PyYAML has it),
   as ``Document`` records that know their file, document number and List item, with
   ``InputError`` naming those for bad input. An optional progress callback counts objects.
 
@@ -20,8 +22,11 @@ What it does not own: what the records mean (the core), and the wire (``schedule
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,6 +169,206 @@ class _FastSafeLoader(_SAFE_LOADER):  # type: ignore[misc]
 
 _YAML_LOADER: Any = _FastSafeLoader
 YAML_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+# ------------------------------------------------------------------------- the YAML fast path
+
+# rapidyaml parses a dump in C++ and its JSON emitter writes it out for orjson: no Python call
+# per node, about five times faster than libyaml's events into the loader above. But it reads
+# YAML 1.2 and its emitter retypes some plain scalars (``nan`` becomes ".nan", ``1e3`` a
+# number, ``yes`` stays a string where the safe loader gives True), and JSON keys are strings.
+# So a file takes this path only when every line is in a subset where both read the same:
+#
+# - document starts ``---`` alone; empty lines; whole-line comments;
+# - ``<indent>(- )*key:`` with nothing after (a nested block, or null), or ``key: value``;
+#   ``<indent>(- )+value``; ``<indent>(- )*-`` (an entry on the next lines, or null);
+# - keys: a plain word that is neither bool, null, nan nor inf (in any case), with no ``:``,
+#   space or sign; or a single- or double-quoted string on one line;
+# - values: such quoted strings (double-quoted escapes limited to ``\\ \" \/ \n \t \r \b
+#   \f \xXX \uXXXX``, no surrogates); ``{}``; ``[]``; ``true``, ``false``, ``null``; decimal
+#   ints of up to 18 digits and decimals ``-1.5`` (no exponent, no leading zero, no ``+``, no
+#   ``_``: the forms both type alike and orjson reads exactly); plain strings that start with
+#   a letter, ``_`` or ``/`` (not a reserved word as above), with ``-``s before a letter, with
+#   digits and dots then a letter other than e, b, o, x (``100m``, ``128Mi``, ``5d9c``), or
+#   with at least three dot-separated digit groups (``10.0.0.1``). Inside a plain string:
+#   letters, digits, ``. _ / + = @ ~ % $ -``, non-ASCII printables other than line and
+#   paragraph separators, ``:`` before such a character, and single spaces between words;
+# - literal blocks ``key: |`` and ``key: |-`` in the form kubectl writes (``_without_blocks``).
+#
+# Anything else (anchors, aliases, tags, merge keys, folded or multi-line plain and quoted
+# scalars, flow collections, directives, ``...``, tabs, trailing spaces, CR, a BOM,
+# timestamps, octal, ``~``...) sends the whole file to the loader above, as does any
+# rapidyaml or orjson error, a document deeper than rapidyaml's emitter goes (64), and any
+# disagreement on the number of documents: what that loader builds or raises stays the
+# reference. A plain scalar continued on the next line is caught after emitting (``_FOLDED``).
+# kubectl (go-yaml) quotes strings that a resolver would retype, and so does PyYAML's dumper
+# (though it writes 1.1's strings ``1e3`` or ``08`` plain, which this path declines): their
+# dumps take this path. tests/unit/test_decode_fastyaml.py compares
+# both paths on hand-written documents and on Hypothesis-generated ones.
+
+_NON_ASCII = "\u00a1-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff"
+_QUOTED_CHARS = "\u00a0" + _NON_ASCII  # a no-break space is ordinary inside quotes
+_CHAR = rf"[A-Za-z0-9._/+=@~%$\-{_NON_ASCII}]"
+_TAIL = rf"(?:{_CHAR}|:(?={_CHAR}))*"
+# yes, no, y, n, true, false, on, off, null, nan, inf, infinity in any case (a scoped (?i:)
+# costs twice as much: the line check is the fast path's largest cost after rapidyaml's).
+_RESERVED = (
+    r"(?:[yY](?:[eE][sS])?|[nN](?:[oO]|[aA][nN]|[uU][lL][lL])?|[tT][rR][uU][eE]"
+    r"|[fF][aA][lL][sS][eE]|[oO](?:[nN]|[fF][fF])|[iI][nN][fF](?:[iI][nN][iI][tT][yY])?)"
+)
+_LETTER = r"[A-Za-z_/]"
+_DIGITS_LETTER = r"[0-9][0-9.]*[ACDF-NP-WYZacdf-np-wyz]"  # a letter other than e, b, o, x
+_DOTTED = r"[0-9]+\.[0-9]+\.[0-9]"
+_PLAIN_KEY = rf"(?!{_RESERVED}:){_LETTER}[A-Za-z0-9._/\-]{{0,200}}"
+_PLAIN_VALUE = (
+    rf"(?:(?!-*{_RESERVED}$)-*{_LETTER}|{_DIGITS_LETTER}|{_DOTTED})"
+    rf"{_TAIL}(?: {_CHAR}{_TAIL})*"
+)
+_TYPED = r"(?:-?(?:0|[1-9][0-9]{0,17})(?:\.[0-9]{1,17})?|true|false|null)"
+_SQ_PIECE = rf"(?:[\x20-\x26\x28-\x7e{_QUOTED_CHARS}]|'')"
+_DQ_PIECE = (
+    rf'(?:[\x20\x21\x23-\x5b\x5d-\x7e{_QUOTED_CHARS}]|\\[\\"/ntrbf]'
+    r"|\\x[0-9a-fA-F]{2}|\\u(?![dD][89a-fA-F])[0-9a-fA-F]{4})"
+)
+_SQ, _DQ = rf"'{_SQ_PIECE}*'", rf'"{_DQ_PIECE}*"'
+# libyaml rejects a key longer than 1024 characters; rapidyaml does not: keys stay far below.
+_KEY = rf"(?:{_PLAIN_KEY}|'{_SQ_PIECE}{{0,200}}'|\"{_DQ_PIECE}{{0,200}}\")"
+_VALUE = rf"(?:{_TYPED}$|{_PLAIN_VALUE}|{_SQ}|{_DQ}|\{{\}}|\[\])"
+_COMMENT = rf"#[\x20-\x7e{_QUOTED_CHARS}]*"
+_LINE = rf"(?: *(?:(?:- )*{_KEY}:(?: {_VALUE})?|(?:- )+{_VALUE}|(?:- )*-|{_COMMENT})|---|)"
+_OUTSIDE = re.compile(rf"^(?!{_LINE}$)", re.MULTILINE)  # a line outside the subset
+_CONTENT = re.compile(r"^(?! *(?:#.*)?$)", re.MULTILINE)  # the first line with content
+_STARTS = re.compile(r"---(?![^\n])")  # searched by its literal; the line start checked after
+# A plain scalar continued on the next, more indented line: in the subset only a line that
+# starts with ``-`` can continue one (anything else is an error for both parsers), so the
+# folded string holds "x -" or "\\n-". Quoted strings that hold either only cost the fast path.
+_FOLDED = re.compile(r"[^ \n:] -")
+
+_ryml: Any = None  # rapidyaml, imported on first use (False: not installed)
+
+
+def _rapidyaml() -> Any:
+    global _ryml
+    if _ryml is None:
+        try:
+            import ryml  # rapidyaml: optional; without it every YAML file takes the loader
+
+            _ryml = ryml
+        except ImportError:
+            _ryml = False
+    return _ryml
+
+
+@contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """rapidyaml prints a parse error to file descriptor 2 before raising it; the file then
+    goes to the loader, whose own error (if any) is the one to show."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, 2)
+        finally:
+            os.close(null)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+_BLOCK_HEAD = re.compile(rf"(?P<lead> *(?:- )*)(?P<key>{_KEY}): \|-?\n")
+_BLOCK_CHARS = re.compile(rf"[\x20-\x7e{_QUOTED_CHARS}]*")
+
+
+def _without_blocks(text: str) -> str | None:
+    """``text`` with the bodies of its literal block scalars cut out and their headers made
+    ``key: ""``, for the line check; None when a block is one the subset leaves out.
+
+    Taken: ``key: |`` and ``key: |-`` (kubectl's form for a string with line breaks, such as
+    the last-applied-configuration annotation) whose body starts on the next line, indented
+    more than the key, with every non-empty line at least as indented as the first, no line
+    of spaces only, no tab or control character. Others (``|+``, an indentation indicator,
+    ``>``, ``- |``, a leading empty line) are left to the line check, which declines them.
+    Runtime complexity: O(len(text)), Python work per line of a block only."""
+    if ": |" not in text:
+        return text
+    out: list[str] = []
+    done = search = 0
+    while (at := text.find(": |", search)) != -1:
+        search = at + 3
+        start = text.rfind("\n", 0, at) + 1
+        head = _BLOCK_HEAD.match(text, start)
+        if head is None or head.end("key") != at:
+            continue  # in a quoted string or a comment, or not a form taken: the line check
+        column, body = len(head["lead"]), head.end()
+        indent, end, p = 0, body, body
+        while (nl := text.find("\n", p)) != -1:  # a last line without a line break: declined
+            line, start_of_line, p = text[p:nl], p, nl + 1
+            if not line:
+                continue
+            spaces = len(line) - len(line.lstrip(" "))
+            if spaces <= column:
+                break  # the block ended before this line
+            if not indent:
+                if start_of_line != body:
+                    return None  # leading empty lines
+                indent = spaces
+            if spaces < indent or spaces == len(line) or not _BLOCK_CHARS.fullmatch(line):
+                return None
+            end = p
+        else:
+            rest = text[p:]
+            if rest and len(rest) - len(rest.lstrip(" ")) > column:
+                return None  # the block's last line has no line break: PyYAML keeps none
+        if end == body:
+            return None  # no content line before the block ended: not a form taken
+        out += (text[done:start], head["lead"], head["key"], ': ""\n')
+        done = search = end
+    out.append(text[done:])
+    return "".join(out)
+
+
+def fast_yaml_documents(text: str, data: bytes) -> list[Any] | None:
+    """The documents of a YAML stream (``text`` is ``data`` decoded), built by rapidyaml and
+    orjson, or None when the stream is outside the subset above, rapidyaml is not installed,
+    or either of them disagrees with the stream: the caller then uses the safe loader.
+    Runtime complexity: O(len(data))."""
+    lines = _without_blocks(text)
+    # Each distinct line once: a dump repeats most of its lines (keys, kinds, requests).
+    if lines is None or _OUTSIDE.search("\n".join(set(lines.split("\n")))) is not None:
+        return None
+    starts = sum(1 for m in _STARTS.finditer(text) if not m.start() or text[m.start() - 1] == "\n")
+    first = _CONTENT.search(text)
+    # One document per ``---``, plus an implicit first one when content comes before any.
+    count = starts + (first is not None and not text.startswith("---", first.start()))
+    if count == 0:
+        return []
+    ryml = _rapidyaml()
+    if not ryml:
+        return None
+    try:
+        with _quiet_stderr():
+            tree = ryml.parse_in_arena(data)
+            root = tree.root_id()
+            stream = tree.is_stream(root)
+            js = ryml.emit_json(tree, root)
+        del tree
+        if "\\n-" in js or (" -" in js and _FOLDED.search(js) is not None):
+            return None
+        docs = loads_json(js)
+    except Exception:
+        return None
+    if not stream:
+        docs = [docs]
+    if type(docs) is not list or len(docs) != count:
+        return None
+    return docs
+
 
 Raw = Mapping[str, Any]
 
@@ -399,6 +604,10 @@ def _yaml_documents(name: str, data: bytes) -> Iterator[tuple[int, Any]]:
         text = data.decode()
     except UnicodeDecodeError as e:
         raise InputError(f"{name}: cannot read: not UTF-8 text ({e.reason})") from e
+    fast = fast_yaml_documents(text, data)
+    if fast is not None:
+        yield from enumerate(fast, 1)
+        return
     docs = yaml.load_all(text, Loader=_YAML_LOADER)
     index = 0
     while True:

@@ -131,6 +131,11 @@ def context_namespace(kubeconfig: str | None) -> str:
         return "default"
 
 
+def _target(path: str, query: Mapping[str, Any] | None) -> str:
+    """The request target: ``path``, then ``?`` and the encoded query when there is one."""
+    return path + "?" + urllib.parse.urlencode(query) if query else path
+
+
 class TokenBucket:
     """client-go's token bucket rate limiter: ``qps`` tokens a second, ``burst`` at most.
     ``delay()`` takes a token and says how long to wait for it. O(1)."""
@@ -244,9 +249,7 @@ class KubeClient:
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
         await self._take_token()
-        url = self._base + path
-        if query:
-            url += "?" + urllib.parse.urlencode(query)
+        url = self._base + _target(path, query)
         try:
             return await self._get_session().request(
                 method,
@@ -279,11 +282,10 @@ class KubeClient:
             )
         else:
             await self._take_token()
-            target = path + "?" + urllib.parse.urlencode(query) if query else path
             try:
                 status, data = await self._get_pool().request(
                     method,
-                    target,
+                    _target(path, query),
                     headers=await self._headers(content_type),
                     body=None if body is None else dumps_json(body),
                     timeout=timeout or self.timeout,

@@ -179,6 +179,71 @@ def find_run(
     return None
 
 
+def find_runs(
+    runs: Sequence[Mapping[str, Any]], *, scenario: str, size: str, qps_mode: str, scheduler: str
+) -> list[Mapping[str, Any]]:
+    """Every unprofiled run of that scenario, size, mode and scheduler (``--repeat``)."""
+    return [
+        run
+        for run in runs
+        if run.get("scenario") == scenario
+        and run.get("size") == size
+        and run.get("qps_mode") == qps_mode
+        and run.get("scheduler") == scheduler
+        and not run.get("profiled")
+    ]
+
+
+# Summarised over repeats by the median; correctness counts by the worst run.
+_MEDIAN_KEYS = ("pods_per_second", "cpu_ms_per_pod", "completion_seconds")
+_WORST_KEYS = (
+    "victims_per_preemptor",
+    "victims_beyond_need",
+    "victims_on_nodes_without_preemptor",
+    "max_victims_per_preemptor",
+    "overcommitted_nodes",
+)
+
+
+def summarize_repeats(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """One run standing for repeats of the same run: itself when there is one; else the
+    median of the throughput, CPU, completion time and client p99 of the complete repeats
+    (each figure's own median), and the worst of the victim and over-capacity counts, with
+    ``repeats`` saying how many. Incomplete when no repeat completed."""
+    if not runs:
+        return None
+    if len(runs) == 1:
+        return runs[0]
+    done = [r for r in runs if r.get("complete", False)]
+    if not done:
+        return {**runs[0], "complete": False, "repeats": len(runs)}
+    out: dict[str, Any] = {"complete": True, "repeats": len(done)}
+    for key in _MEDIAN_KEYS:
+        values = [float(r[key]) for r in done if isinstance(r.get(key), int | float)]
+        if values:
+            out[key] = _median(values)
+    for key in _WORST_KEYS:
+        worst = [r[key] for r in done if isinstance(r.get(key), int | float)]
+        if worst:
+            out[key] = max(worst)
+    p99s = [v for v in (_p99(r) for r in done) if v is not None]
+    if p99s:
+        out["latency_client"] = {"p99": _median(p99s)}
+    return out
+
+
+def _repeats_note(*runs: Mapping[str, Any] | None) -> str:
+    """' (medians of N repeats)' when the figures are medians, else ''."""
+    n = max((int(r.get("repeats", 1)) for r in runs if r is not None), default=1)
+    return f" (medians of {n} repeats)" if n > 1 else ""
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
 def _metric(run: Mapping[str, Any] | None, key: str) -> float | None:
     if run is None or not run.get("complete", False):
         return None
@@ -199,7 +264,8 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     >= 1.0, CPU ms per pod py/kube <= 1.0 and client p99 latency py/kube <= 1.0 (both QPS
     modes); peak RSS py/kube <= 1.0; no node over capacity. Kept from the first round:
     preemption completion time kube/py (>= 0.8) and victims per preemptor (py never above
-    kube). `met` is None when a run is missing or did not complete."""
+    kube). `met` is None when a run is missing or did not complete. Repeats of a run
+    (``cluster_bench.py --repeat``) count by their median (``summarize_repeats``)."""
     sizes = list(dict.fromkeys(str(r.get("size")) for r in runs))
     out: list[dict[str, Any]] = []
 
@@ -226,13 +292,16 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             def get(
                 scenario: str, sched: str, size: str = size, mode: str = mode
             ) -> Mapping[str, Any] | None:
-                return find_run(runs, scenario=scenario, size=size, qps_mode=mode, scheduler=sched)
+                return summarize_repeats(
+                    find_runs(runs, scenario=scenario, size=size, qps_mode=mode, scheduler=sched)
+                )
 
             for scenario in ("throughput", "deployments"):
                 tk, tp = get(scenario, KUBE), get(scenario, PY)
                 if tk is None and tp is None:
                     continue
                 what = "" if scenario == "throughput" else f" ({scenario})"
+                of = _repeats_note(tk, tp)
                 value = ratio(_metric(tp, "pods_per_second"), _metric(tk, "pods_per_second"), 6)
                 add(
                     f"throughput py/kube{what}",
@@ -242,7 +311,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     ">=",
                     1.0,
                     f"{_fmt(_metric(tp, 'pods_per_second'))} / "
-                    f"{_fmt(_metric(tk, 'pods_per_second'))} pods/s",
+                    f"{_fmt(_metric(tk, 'pods_per_second'))} pods/s{of}",
                 )
                 ck, cp = _metric(tk, "cpu_ms_per_pod"), _metric(tp, "cpu_ms_per_pod")
                 if ck is not None or cp is not None:
@@ -253,7 +322,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         ratio(cp, ck, 6),
                         "<=",
                         1.0,
-                        f"{_fmt(cp)} / {_fmt(ck)} ms",
+                        f"{_fmt(cp)} / {_fmt(ck)} ms{of}",
                     )
                 lk, lp = _p99(tk), _p99(tp)
                 if lk is not None or lp is not None:
@@ -264,7 +333,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         ratio(lp, lk, 6),
                         "<=",
                         1.0,
-                        f"{_fmt(lp)} s / {_fmt(lk)} s",
+                        f"{_fmt(lp)} s / {_fmt(lk)} s{of}",
                     )
             pk, pp = get("preemption", KUBE), get("preemption", PY)
             if pk is not None or pp is not None:
@@ -276,7 +345,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     ratio(ck, cp, 6),
                     ">=",
                     0.8,
-                    f"{_fmt(ck)} s / {_fmt(cp)} s",
+                    f"{_fmt(ck)} s / {_fmt(cp)} s{_repeats_note(pk, pp)}",
                 )
                 vk = _metric(pk, "victims_per_preemptor")
                 vp = _metric(pp, "victims_per_preemptor")

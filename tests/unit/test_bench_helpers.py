@@ -329,6 +329,51 @@ def test_nodes_over_capacity_row() -> None:
     assert row["detail"] == "py 32, kube 0"
 
 
+def test_repeats_count_by_their_median() -> None:
+    def tp(sched: str, pps: float, p99: float, oc: int, *, complete: bool = True) -> dict[str, Any]:
+        run = _run(
+            "throughput",
+            "equal",
+            sched,
+            pods_per_second=pps,
+            cpu_ms_per_pod=pps / 100,
+            latency_client={"p50": 0.1, "p99": p99},
+            overcommitted_nodes=oc,
+        )
+        return {**run, "complete": complete}
+
+    runs = [
+        tp(H.KUBE, 100.0, 0.5, 0),
+        tp(H.PY, 90.0, 0.9, 0),
+        tp(H.KUBE, 80.0, 0.6, 0),
+        tp(H.PY, 120.0, 0.4, 1),
+        tp(H.KUBE, 120.0, 0.7, 0),
+        tp(H.PY, 110.0, 0.5, 0),
+        tp(H.PY, 1.0, 9.0, 7, complete=False),  # an incomplete repeat does not count
+    ]
+    by_name = {r["name"]: r for r in H.compute_ratios(runs)}
+    # Medians: kube 100 pods/s and p99 0.6 s; py 110 pods/s and p99 0.5 s.
+    assert by_name["throughput py/kube"]["value"] == 1.1
+    assert by_name["throughput py/kube"]["met"] is True
+    assert by_name["throughput py/kube"]["detail"] == (
+        "110.00 / 100.00 pods/s (medians of 3 repeats)"
+    )
+    assert by_name["latency p99 py/kube"]["value"] == pytest.approx(0.5 / 0.6, abs=0.01)
+    assert by_name["CPU ms/pod py/kube"]["value"] == 1.1
+    # Correctness counts by the worst complete repeat.
+    over = by_name["nodes over capacity (throughput), py"]
+    assert (over["value"], over["met"], over["detail"]) == (1.0, False, "py 1, kube 0")
+
+
+def test_one_run_stands_for_itself_and_no_complete_repeat_is_incomplete() -> None:
+    one = _run("throughput", "equal", H.PY, pods_per_second=5.0)
+    assert H.summarize_repeats([one]) is one
+    assert H.summarize_repeats([]) is None
+    failed = [{**one, "complete": False}, {**one, "complete": False}]
+    summary = H.summarize_repeats(failed)
+    assert summary is not None and summary["complete"] is False and summary["repeats"] == 2
+
+
 def test_dump_results_round_trips() -> None:
     import json
 

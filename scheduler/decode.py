@@ -587,7 +587,21 @@ def _walk(raw: Any, source: str, index: int) -> Iterator[Document]:
         # A List's items may omit kind (kubectl fills it in); take it from the List's.
         item_kind = kind.removesuffix("List") if kind != "List" else None
         for j, item in enumerate(items):
-            if item_kind and isinstance(item, dict) and "kind" not in item:
+            if type(item) is dict:
+                if item_kind and "kind" not in item:
+                    item["kind"] = item_kind
+                # _check_object's checks inline for the usual item (a dict whose kind is a
+                # string and whose parts are dicts), without formatting where it is.
+                meta, spec, status = item.get("metadata"), item.get("spec"), item.get("status")
+                if (
+                    type(item.get("kind")) is str
+                    and (meta is None or type(meta) is dict)
+                    and (spec is None or type(spec) is dict)
+                    and (status is None or type(status) is dict)
+                ):
+                    yield Document(source, index, item, j)
+                    continue
+            elif item_kind and isinstance(item, dict) and "kind" not in item:
                 item["kind"] = item_kind
             yield Document(source, index, _check_object(item, f"{where}: items[{j}]"), j)
     else:

@@ -377,45 +377,24 @@ def _domains_from_nodes(
     return ignored
 
 
-def _rows_of(snapshot: Snapshot, nodes: Sequence[NodeInfo]) -> IntpArray | None:
-    """The snapshot rows of ``nodes`` (the feasible nodes of a cycle are listed there), or
-    None when one of them is not listed with the same node record. O(nodes)."""
-    listed = snapshot.node_info_list
-    rows = []
-    for ni in nodes:
-        row = snapshot.position(ni.name)
-        if row is None or listed[row].node is not ni.node or ni.node is None:
-            return None
-        rows.append(row)
-    return np.array(rows, dtype=np.intp)
-
-
 def _domains_from_columns(
     snapshot: Snapshot,
     constraints: Sequence[_Constraint],
     spread: Sequence[tuple[dict[str, int], str]],
     require_all: bool,
-    rows: IntpArray | None = None,
 ) -> set[str]:
-    """``_domains_from_nodes`` over the snapshot's nodes at ``rows`` (None: every node),
-    from the snapshot's label columns: numpy over the rows, Python only per ignored node and
-    per distinct domain (the same sets; unit-tested against the loop). Domains depend on
-    the node records only, which ``rows`` must share with the nodes they stand for."""
+    """``_domains_from_nodes`` when every node of the snapshot is feasible, from the
+    snapshot's label columns: numpy over the rows, Python only per ignored node and per
+    distinct domain (the same sets; unit-tested against the loop)."""
     n = snapshot.num_nodes()
-    if rows is None:
-        keep = np.ones(n, dtype=np.bool_)
-    else:
-        keep = np.zeros(n, dtype=np.bool_)
-        keep[rows] = True
+    keep = np.ones(n, dtype=np.bool_)
     ignored: set[str] = set()
     if require_all:
-        listed = keep.copy()
         for c in constraints:
             keep &= snapshot.label_codes(c.topology_key)[0] >= 0
-        lacking = np.flatnonzero(listed & ~keep).tolist()
-        if lacking:
-            infos = snapshot.node_info_list
-            ignored = {infos[i].name for i in lacking}
+        if not keep.all():
+            rows = snapshot.node_info_list
+            ignored = {rows[i].name for i in np.flatnonzero(~keep).tolist()}
     for domains, key in spread:
         codes, values = snapshot.label_codes(key)
         for code in np.unique(codes[keep]).tolist():
@@ -736,10 +715,8 @@ class PodTopologySpread:
             for i, c in enumerate(constraints)
             if c.topology_key != LABEL_HOSTNAME
         ]
-        if len(nodes) == len(all_nodes):  # every node is feasible
+        if len(nodes) == len(all_nodes):  # every node is feasible: the usual case
             ignored = _domains_from_columns(snapshot, constraints, spread, require_all)
-        elif (rows := _rows_of(snapshot, nodes)) is not None:  # the usual case
-            ignored = _domains_from_columns(snapshot, constraints, spread, require_all, rows)
         else:
             ignored = _domains_from_nodes(nodes, constraints, spread, require_all)
         weights = [

@@ -1432,59 +1432,6 @@ def test_prescore_domains_from_columns_equal_the_node_loop(seed: int, require_al
     assert run(_domains_from_columns, snap) == run(_domains_from_nodes, snap.node_info_list)
 
 
-@pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("require_all", [True, False])
-def test_prescore_domains_of_some_rows_equal_the_node_loop(seed: int, require_all: bool) -> None:
-    """When only some nodes are feasible (percentageOfNodesToScore stops the filter early),
-    PreScore takes their domains from the label columns at their snapshot rows: the same
-    ignored nodes and domains as the loop over those nodes, on random clusters and subsets
-    (in any order, empty included)."""
-    from scheduler.framework.plugins.podtopologyspread import (
-        _Constraint,
-        _domains_from_columns,
-        _domains_from_nodes,
-        _rows_of,
-    )
-
-    rng = random.Random(seed)
-    nodes = []
-    for i in range(rng.randint(1, 40)):
-        labels = {"host": f"h{i}"}
-        if rng.random() < 0.8:
-            labels["zone"] = rng.choice(["a", "b", "c", ""])
-        if rng.random() < 0.7:
-            labels["rack"] = rng.choice(["r1", "r2"])
-        nodes.append(n(f"n{i}", **labels))
-    snap = snapshot(nodes, [])
-    some = rng.sample(snap.node_info_list, rng.randint(0, len(nodes)))
-    rows = _rows_of(snap, some)
-    assert rows is not None
-    assert [snap.node_info_list[r] for r in rows.tolist()] == some
-    keys = rng.sample(["zone", "rack", LABEL_HOSTNAME], rng.randint(1, 3))
-    constraints = [_Constraint(1, k, LabelSelector(), 1, True, False) for k in keys]
-
-    def run(by_rows: bool) -> tuple[set[str], list[dict[str, int]]]:
-        counts: list[dict[str, int]] = [{} for _ in constraints]
-        spread = [(counts[i], k) for i, k in enumerate(keys) if k != LABEL_HOSTNAME]
-        if by_rows:
-            return _domains_from_columns(snap, constraints, spread, require_all, rows), counts
-        return _domains_from_nodes(some, constraints, spread, require_all), counts
-
-    assert run(by_rows=True) == run(by_rows=False)
-
-
-def test_rows_of_nodes_not_in_the_snapshot_is_none() -> None:
-    """A node the snapshot does not list, or lists with another node record, has no row:
-    PreScore then reads the nodes themselves."""
-    from scheduler.framework.plugins.podtopologyspread import _rows_of
-
-    snap = snapshot([n("n1", zone="a"), n("n2", zone="b")], [])
-    other = snapshot([n("n2", zone="c"), n("n3", zone="a")], [])
-    assert _rows_of(snap, snap.node_info_list[::-1]) is not None
-    assert _rows_of(snap, [other.get("n3")]) is None
-    assert _rows_of(snap, [other.get("n2")]) is None
-
-
 @pytest.mark.parametrize("seed", range(10))
 def test_count_column_from_the_label_index_equals_a_full_count(seed: int) -> None:
     """A selector with an equality requirement builds its first column from the snapshot's

@@ -300,11 +300,26 @@ def _count_column(snapshot: Snapshot, c: _Constraint, namespace: str) -> Int64Ar
     def on(ni: NodeInfo) -> int:
         return _count_on(ni, c, namespace)
 
+    selector, owner = c.selector, c.owner
+    counts = selector is not None and c.counts_pods
+
+    def per_pod(p: PodInfo) -> int:
+        """``_count_pods`` of one pod: a node's count is the sum over its pods."""
+        if (
+            not counts
+            or p.namespace != namespace
+            or p.deletion_timestamp is not None
+            or (owner is not None and p.owner_kind_uid != owner)
+        ):
+            return 0
+        assert selector is not None
+        return 1 if selector.matches(p.labels) else 0
+
     label = None
     if c.owner is None and c.selector is not None and c.counts_pods:
         label = _equality_label(c.selector)
     if label is None:
-        return snapshot.count_column(_selector_id(c, namespace), on)
+        return snapshot.count_column(_selector_id(c, namespace), on, per_pod=per_pod)
     key, value = label
 
     assert c.selector is not None
@@ -328,7 +343,7 @@ def _count_column(snapshot: Snapshot, c: _Constraint, namespace: str) -> Int64Ar
                 out[row] = n
         return out
 
-    return snapshot.count_column(_selector_id(c, namespace), on, first)
+    return snapshot.count_column(_selector_id(c, namespace), on, first, per_pod)
 
 
 def _affinity_mask(pod: PodInfo, snapshot: Snapshot) -> BoolArray:
@@ -717,7 +732,7 @@ class PodTopologySpread:
         ]
         if len(nodes) == len(all_nodes):  # every node is feasible: the usual case
             ignored = _domains_from_columns(snapshot, constraints, spread, require_all)
-        else:
+        else:  # (at 1000 nodes, 420 feasible: ~60 us; finding their rows costs as much)
             ignored = _domains_from_nodes(nodes, constraints, spread, require_all)
         weights = [
             _topology_normalizing_weight(

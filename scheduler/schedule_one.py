@@ -458,6 +458,7 @@ class SchedulerCore:
             return feasible[0].name, evaluated, 1
         fw = self.framework
         t0 = time.perf_counter()
+        state.feasible_rows = rows
         st = fw.run_pre_score(state, pod, feasible, self.snapshot)
         if obs is not None:
             obs.extension_point(

@@ -257,6 +257,7 @@ def _check_scores(
     rows: Any,
 ) -> None:
     s_st = slow.framework.run_pre_score(s_state, pod, s_feasible, slow.snapshot)
+    f_state.feasible_rows = rows  # as the core sets it: PreScore may read columns at them
     f_st = fast.framework.run_pre_score(f_state, pod, f_feasible, fast.snapshot)
     assert f_st == s_st
     if not s_st.is_success():

@@ -474,14 +474,14 @@ class Snapshot:
         for (key, value), mask in self._label_masks.items():
             want = [_labels(ni).get(key) == value for ni in self.node_info_list]
             assert mask.tolist() == want, f"label mask {key}={value} drifts"
-        for key, (col, fn, _) in self._count_columns.items():
-            assert col.tolist() == [fn(ni) for ni in self.node_info_list], f"count {key} drifts"
-        for key, index in self._pod_labels.items():
+        for cid, (col, fn, _) in self._count_columns.items():
+            assert col.tolist() == [fn(ni) for ni in self.node_info_list], f"count {cid} drifts"
+
+        def ids(vr: _ValueRows) -> dict[str, dict[int, set[int]]]:
+            return {v: {r: {id(p) for p in ps} for r, ps in rs.items()} for v, rs in vr.items()}
+
+        for label, index in self._pod_labels.items():
             fresh: _ValueRows = {}
             for i, ni in enumerate(self.node_info_list):
-                _index_row(fresh, key, i, ni)
-
-            def ids(vr: _ValueRows) -> dict[str, dict[int, set[int]]]:
-                return {v: {r: {id(p) for p in ps} for r, ps in rs.items()} for v, rs in vr.items()}
-
-            assert ids(index) == ids(fresh), f"pods by label {key} drift"
+                _index_row(fresh, label, i, ni)
+            assert ids(index) == ids(fresh), f"pods by label {label} drift"

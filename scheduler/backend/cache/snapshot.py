@@ -5,7 +5,7 @@ moved since the last update are re-cloned, so a cycle costs O(changed nodes), no
 Plugins read it; nothing writes to it during a cycle except the assume of the cycle's own pod
 (applied through the cache, then seen by the next update).
 
-Besides the NodeInfos it keeps two derived views, both in step with ``node_info_list``:
+Besides the NodeInfos it keeps derived views, all in step with ``node_info_list``:
 
 - ``NodeArrays`` (``arrays()``): one numpy column per number the resource filter and the
   cheap scores read (allocatable, requested, non-zero requested, pod count, taint and image
@@ -17,9 +17,14 @@ Besides the NodeInfos it keeps two derived views, both in step with ``node_info_
   spread; upstream's ``ImageStateSummary.NumNodes``).
 - ``label_mask(key, value)``: which listed nodes carry a label (nodeSelector in bulk),
   computed on first use and kept in step by ``swap_in`` until the next rebuild.
+- ``count_column`` (a per-node count, e.g. PodTopologySpread's matching pods) and
+  ``pods_with_label`` (row -> pods, per label value): built on first use; ``swap_in`` moves
+  only the pods that changed on the node (a bind: one), and adds a column's per-pod
+  function over them when it has one (else calls its per-node function).
 
 Invariant (``check_invariants``): the NodeInfos of a snapshot are never mutated in place
-(the cache swaps in fresh clones), so both views describe exactly what the lists hold.
+(the cache swaps in fresh clones), so the views describe exactly what the lists hold (the
+columns and indexes equal a recount).
 """
 
 from __future__ import annotations
@@ -313,7 +318,8 @@ class Snapshot:
     def swap_in(self, new: NodeInfo) -> None:
         """Replace the listed NodeInfo of the same name by ``new`` (already in the map), in
         every list and view. The caller guarantees that the node stays listed and keeps its
-        affinity flags (otherwise it must ``rebuild_lists``). O(images of the node)."""
+        affinity flags (otherwise it must ``rebuild_lists``). O(images and pods of the node,
+        plus count columns times the pods that changed)."""
         name = new.name
         i = self._index[name]
         old = self.node_info_list[i]

@@ -1,5 +1,5 @@
 """``python -m scheduler``: the same as the ``py-scheduler`` console script."""
 
-from scheduler.cli import main
+from scheduler.cli import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

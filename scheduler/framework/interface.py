@@ -113,7 +113,13 @@ class CycleState:
     """Per-cycle scratch space shared by a cycle's plugins. ``clone`` is shallow per key, as
     each stored value is responsible for its own ``clone()`` when it is mutable."""
 
-    __slots__ = ("_data", "plugin_timer", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = (
+        "_data",
+        "feasible_rows",
+        "plugin_timer",
+        "skip_filter_plugins",
+        "skip_score_plugins",
+    )
 
     def __init__(self) -> None:
         self._data: dict[str, Any] = {}
@@ -122,6 +128,10 @@ class CycleState:
         # Set on the cycles whose plugin durations are recorded (upstream samples 10%):
         # (plugin, extension point, status, seconds).
         self.plugin_timer: Callable[[str, str, str, float], None] | None = None
+        # Set by the core before PreScore when its bulk filter found the feasible nodes:
+        # their rows in the cycle's snapshot, in the order PreScore and Score get them
+        # (None: unknown). Plugins may read columns at these rows instead of the nodes.
+        self.feasible_rows: IntpArray | None = None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -136,6 +146,7 @@ class CycleState:
             c._data[k] = clone() if callable(clone) else v
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
+        c.feasible_rows = self.feasible_rows
         return c
 
 

@@ -76,6 +76,26 @@ def test_progress_is_reported_with_object_counts(tmp_path: Path) -> None:
             id="an item without kind",
         ),
         pytest.param(
+            '{"kind": "List", "items": [{"kind": "Pod"}, {"kind": 3}]}',
+            "document 1: items[1]: kind: expected a string",
+            id="an item whose kind is not a string",
+        ),
+        pytest.param(
+            '{"kind": "List", "items": [{"kind": "Pod", "spec": []}]}',
+            "document 1: items[0]: spec: expected a mapping, got list",
+            id="an item whose spec is a list",
+        ),
+        pytest.param(
+            '{"kind": "PodList", "items": [{"status": "x"}]}',
+            "document 1: items[0]: status: expected a mapping, got str",
+            id="a typed List's item whose status is a string",
+        ),
+        pytest.param(
+            '{"kind": "List", "items": [{"kind": "Pod"}, []]}',
+            "document 1: items[1]: expected a mapping, got list",
+            id="an item that is not a mapping",
+        ),
+        pytest.param(
             "kind: Pod\nmetadata: [1\n", "document 1: not valid YAML at line", id="broken YAML"
         ),
     ],

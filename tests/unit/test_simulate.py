@@ -931,3 +931,35 @@ def test_the_garbage_collector_is_left_as_it_was_found(sim: Any, args: tuple[str
     sim(node("n1"), make_pod("p").req(cpu="1").obj(), args=args)
     assert gc.isenabled()
     assert gc.get_freeze_count() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        pytest.param(("-o", "json"), 0, id="json: the whole output, then os._exit"),
+        pytest.param(("-o", "text", "--drain", "n0"), 0, id="text with a drain"),
+        pytest.param(("-o", "json", "--drain", "nowhere"), 2, id="bad input: exit code 2"),
+    ],
+)
+def test_the_console_entry_prints_what_main_prints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], code: int
+) -> None:
+    """``python -m scheduler simulate`` (``console_main``, which leaves through os._exit
+    after simulate) writes the same stdout and stderr, with the same exit code, as ``main``
+    in process; the output (more than a pipe holds) arrives whole."""
+    import subprocess
+    import sys
+
+    objs = [node(f"n{i}") for i in range(4)]
+    objs += [bound(f"b{i}", f"n{i % 4}", cpu="100m") for i in range(8)]
+    objs += [make_pod(f"p{i}").req(cpu="10m").scheduler("py-scheduler").obj() for i in range(600)]
+    path = write(tmp_path, "cluster.yaml", *objs)
+    argv = ["simulate", "-f", path, *args]
+    assert main(argv) == code
+    want = capsys.readouterr()
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, "-m", "scheduler", *argv], capture_output=True, text=True, cwd=root
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (code, want.out, want.err)
+    assert len(proc.stdout) > 65_536 or code

@@ -257,6 +257,7 @@ def _check_scores(
     rows: Any,
 ) -> None:
     s_st = slow.framework.run_pre_score(s_state, pod, s_feasible, slow.snapshot)
+    f_state.feasible_rows = rows  # as the core sets it: PreScore may read columns at them
     f_st = fast.framework.run_pre_score(f_state, pod, f_feasible, fast.snapshot)
     assert f_st == s_st
     if not s_st.is_success():
@@ -509,3 +510,36 @@ def test_the_dry_run_goes_on_amounts_for_resource_only_profiles(
     assert result is not None and result.outcome == "preempting"
     assert [v.name for v in result.victims] == ["b" + result.node.removeprefix("n")]
     assert slow_calls == []
+
+
+class _SubclassedRandom(random.Random):
+    """A Random subclass: ``_select_host_batch`` must ask its randrange, not inline it."""
+
+
+@pytest.mark.parametrize("rng_type", [random.Random, _SubclassedRandom])
+@pytest.mark.parametrize("seed", range(8))
+def test_select_host_batch_draws_as_randrange(seed: int, rng_type: type[random.Random]) -> None:
+    """``_select_host_batch`` inlines random.Random's randrange for ties: the same host and
+    the same rng state as ``_select_host`` (randrange at every tie), with long runs of
+    ties crossing powers of two (where getrandbits rejects draws) and new maxima among
+    them."""
+    from scheduler.schedule_one import NodeScore
+
+    gen = random.Random(seed)
+    count = gen.choice([1, 2, 3, 300, 1000])
+    totals = [gen.choice([5, 7, 7, 7, 9]) if gen.random() < 0.9 else 12 for _ in range(count)]
+    nodes = [make_node(f"n{i}").info() for i in range(count)]
+    cores = []
+    for _ in range(2):
+        core = SchedulerCore(
+            SchedulerConfig(),
+            FakeClock(),
+            RecordingBinder(),
+            RecordingRecorder(),
+            rng=rng_type(seed),
+        )
+        cores.append(core)
+    slow, fast = cores
+    host = slow._select_host([NodeScore(ni.name, t) for ni, t in zip(nodes, totals, strict=True)])
+    assert fast._select_host_batch(nodes, np.array(totals, dtype=np.int64)) == host
+    assert slow.rng.getstate() == fast.rng.getstate()

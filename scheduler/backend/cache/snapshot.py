@@ -5,7 +5,7 @@ moved since the last update are re-cloned, so a cycle costs O(changed nodes), no
 Plugins read it; nothing writes to it during a cycle except the assume of the cycle's own pod
 (applied through the cache, then seen by the next update).
 
-Besides the NodeInfos it keeps two derived views, both in step with ``node_info_list``:
+Besides the NodeInfos it keeps derived views, all in step with ``node_info_list``:
 
 - ``NodeArrays`` (``arrays()``): one numpy column per number the resource filter and the
   cheap scores read (allocatable, requested, non-zero requested, pod count, taint and image
@@ -17,9 +17,14 @@ Besides the NodeInfos it keeps two derived views, both in step with ``node_info_
   spread; upstream's ``ImageStateSummary.NumNodes``).
 - ``label_mask(key, value)``: which listed nodes carry a label (nodeSelector in bulk),
   computed on first use and kept in step by ``swap_in`` until the next rebuild.
+- ``count_column`` (a per-node count, e.g. PodTopologySpread's matching pods) and
+  ``pods_with_label`` (row -> pods, per label value): built on first use; ``swap_in`` moves
+  only the pods that changed on the node (a bind: one), and adds a column's per-pod
+  function over them when it has one (else calls its per-node function).
 
 Invariant (``check_invariants``): the NodeInfos of a snapshot are never mutated in place
-(the cache swaps in fresh clones), so both views describe exactly what the lists hold.
+(the cache swaps in fresh clones), so the views describe exactly what the lists hold (the
+columns and indexes equal a recount).
 """
 
 from __future__ import annotations
@@ -131,14 +136,51 @@ def _index_row(index: _ValueRows, key: str, row: int, ni: NodeInfo) -> None:
             pods.append(p)
 
 
-def _unindex_row(index: _ValueRows, key: str, row: int, ni: NodeInfo) -> None:
-    for p in ni.pods.values():
+def _pod_changes(old: NodeInfo, new: NodeInfo) -> tuple[list[PodInfo], list[PodInfo]]:
+    """The pods of ``old`` that ``new`` does not hold (the same object under the same key),
+    and the pods of ``new`` that ``old`` does not hold: (removed, added). A bind is one
+    added pod; a pod replaced by its next version is one of each. O(pods of the node)."""
+    before, after = old.pods, new.pods
+    removed = [p for k, p in before.items() if after.get(k) is not p]
+    added = [p for k, p in after.items() if before.get(k) is not p]
+    return removed, added
+
+
+def _reindex_pods(
+    index: _ValueRows, key: str, row: int, removed: list[PodInfo], added: list[PodInfo]
+) -> None:
+    """Keep a row of the index current when its node's pods change, touching the pods that
+    changed only (a row's list may then hold its pods in another order than ``_index_row``
+    gives: readers only count them; ``check_invariants`` compares them as sets)."""
+    for p in removed:
         value = p.labels.get(key)
         if value is None:
             continue
         rows = index.get(value)
-        if rows is not None and rows.pop(row, None) is not None and not rows:
-            del index[value]
+        pods = rows.get(row) if rows is not None else None
+        if rows is None or pods is None:
+            continue
+        for j, q in enumerate(pods):
+            if q is p:
+                del pods[j]
+                break
+        if not pods:
+            del rows[row]
+            if not rows:
+                del index[value]
+    for p in added:
+        value = p.labels.get(key)
+        if value is None:
+            continue
+        rows = index.get(value)
+        if rows is None:
+            index[value] = {row: [p]}
+            continue
+        pods = rows.get(row)
+        if pods is None:
+            rows[row] = [p]
+        else:
+            pods.append(p)
 
 
 def _labels(ni: NodeInfo) -> Mapping[str, str]:
@@ -228,8 +270,11 @@ class Snapshot:
         self._label_masks: dict[tuple[str, str], BoolArray] = {}
         # key -> (codes per row, -1 where the label is missing; the values, by code)
         self._label_codes: dict[str, tuple[Int64Array, list[str], dict[str, int]]] = {}
-        # id -> (a per-row count, the function of a NodeInfo that gives it)
-        self._count_columns: dict[int, tuple[Int64Array, Callable[[NodeInfo], int]]] = {}
+        # id -> (a per-row count, the function of a NodeInfo that gives it, and optionally
+        # the function of a pod whose sum over a node's pods gives the same)
+        self._count_columns: dict[
+            int, tuple[Int64Array, Callable[[NodeInfo], int], Callable[[PodInfo], int] | None]
+        ] = {}
         # label key -> value -> row -> the pods of that row carrying it; a key's index is
         # built on its first use (pods_with_label), then kept current row by row as nodes
         # change. Per key: a scan reads one label of each pod, not all of them.
@@ -273,7 +318,8 @@ class Snapshot:
     def swap_in(self, new: NodeInfo) -> None:
         """Replace the listed NodeInfo of the same name by ``new`` (already in the map), in
         every list and view. The caller guarantees that the node stays listed and keeps its
-        affinity flags (otherwise it must ``rebuild_lists``). O(images of the node)."""
+        affinity flags (otherwise it must ``rebuild_lists``). O(images and pods of the node,
+        plus count columns times the pods that changed)."""
         name = new.name
         i = self._index[name]
         old = self.node_info_list[i]
@@ -306,11 +352,22 @@ class Snapshot:
         if self._label_codes and old.node is not new.node:
             for key, entry in self._label_codes.items():
                 entry[0][i] = _code(entry, _labels(new).get(key))
+        if not self._pod_labels and not self._count_columns:
+            return
+        removed, added = _pod_changes(old, new)
         for key, index in self._pod_labels.items():
-            _unindex_row(index, key, i, old)
-            _index_row(index, key, i, new)
-        for col, fn in self._count_columns.values():
-            col[i] = fn(new)
+            _reindex_pods(index, key, i, removed, added)
+        for col, fn, per_pod in self._count_columns.values():
+            if per_pod is None:
+                col[i] = fn(new)
+                continue
+            delta = 0
+            for p in added:
+                delta += per_pod(p)
+            for p in removed:
+                delta -= per_pod(p)
+            if delta:
+                col[i] += delta
 
     def arrays(self) -> NodeArrays:
         """The numeric columns of ``node_info_list`` (built on first use after a rebuild)."""
@@ -353,12 +410,15 @@ class Snapshot:
         key: int,
         fn: Callable[[NodeInfo], int],
         first: Callable[[], Mapping[int, int]] | None = None,
+        per_pod: Callable[[PodInfo], int] | None = None,
     ) -> Int64Array:
         """Per row of ``node_info_list``, ``fn(node_info)``, kept current as nodes change
         (``fn`` must depend on the NodeInfo only; ``key`` names it). Shared: read only.
         O(nodes) calls of ``fn`` on first use, then one call per changed node. ``first``,
         when given, builds the column instead: the rows where ``fn`` is not 0, with its
-        value (e.g. from ``pods_with_label``), so that the first use costs O(those rows)."""
+        value (e.g. from ``pods_with_label``), so that the first use costs O(those rows).
+        ``per_pod``, when given, must be a function of a pod whose sum over a node's pods is
+        ``fn``: a changed node then costs one call per pod added or removed, not ``fn``."""
         entry = self._count_columns.get(key)
         if entry is None:
             if len(self._count_columns) >= _MAX_COUNT_COLUMNS:
@@ -372,7 +432,7 @@ class Snapshot:
                     col[rows] = np.fromiter(got.values(), dtype=np.int64, count=len(got))
             else:
                 col = np.fromiter((fn(ni) for ni in self.node_info_list), dtype=np.int64, count=n)
-            entry = self._count_columns[key] = (col, fn)
+            entry = self._count_columns[key] = (col, fn, per_pod)
         return entry[0]
 
     def pods_with_label(self, key: str, value: str) -> Mapping[int, list[PodInfo]]:
@@ -420,3 +480,14 @@ class Snapshot:
         for (key, value), mask in self._label_masks.items():
             want = [_labels(ni).get(key) == value for ni in self.node_info_list]
             assert mask.tolist() == want, f"label mask {key}={value} drifts"
+        for cid, (col, fn, _) in self._count_columns.items():
+            assert col.tolist() == [fn(ni) for ni in self.node_info_list], f"count {cid} drifts"
+
+        def ids(vr: _ValueRows) -> dict[str, dict[int, set[int]]]:
+            return {v: {r: {id(p) for p in ps} for r, ps in rs.items()} for v, rs in vr.items()}
+
+        for label, index in self._pod_labels.items():
+            fresh: _ValueRows = {}
+            for i, ni in enumerate(self.node_info_list):
+                _index_row(fresh, label, i, ni)
+            assert ids(index) == ids(fresh), f"pods by label {label} drift"

@@ -300,11 +300,26 @@ def _count_column(snapshot: Snapshot, c: _Constraint, namespace: str) -> Int64Ar
     def on(ni: NodeInfo) -> int:
         return _count_on(ni, c, namespace)
 
+    selector, owner = c.selector, c.owner
+    counts = selector is not None and c.counts_pods
+
+    def per_pod(p: PodInfo) -> int:
+        """``_count_pods`` of one pod: a node's count is the sum over its pods."""
+        if (
+            not counts
+            or p.namespace != namespace
+            or p.deletion_timestamp is not None
+            or (owner is not None and p.owner_kind_uid != owner)
+        ):
+            return 0
+        assert selector is not None
+        return 1 if selector.matches(p.labels) else 0
+
     label = None
     if c.owner is None and c.selector is not None and c.counts_pods:
         label = _equality_label(c.selector)
     if label is None:
-        return snapshot.count_column(_selector_id(c, namespace), on)
+        return snapshot.count_column(_selector_id(c, namespace), on, per_pod=per_pod)
     key, value = label
 
     assert c.selector is not None
@@ -328,7 +343,7 @@ def _count_column(snapshot: Snapshot, c: _Constraint, namespace: str) -> Int64Ar
                 out[row] = n
         return out
 
-    return snapshot.count_column(_selector_id(c, namespace), on, first)
+    return snapshot.count_column(_selector_id(c, namespace), on, first, per_pod)
 
 
 def _affinity_mask(pod: PodInfo, snapshot: Snapshot) -> BoolArray:
@@ -382,19 +397,26 @@ def _domains_from_columns(
     constraints: Sequence[_Constraint],
     spread: Sequence[tuple[dict[str, int], str]],
     require_all: bool,
+    rows: IntpArray | None = None,
 ) -> set[str]:
-    """``_domains_from_nodes`` when every node of the snapshot is feasible, from the
-    snapshot's label columns: numpy over the rows, Python only per ignored node and per
-    distinct domain (the same sets; unit-tested against the loop)."""
+    """``_domains_from_nodes`` over the snapshot's nodes at ``rows`` (None: every node),
+    from the snapshot's label columns: numpy over the rows, Python only per ignored node and
+    per distinct domain (the same sets; unit-tested against the loop)."""
     n = snapshot.num_nodes()
-    keep = np.ones(n, dtype=np.bool_)
+    if rows is None:
+        keep = np.ones(n, dtype=np.bool_)
+    else:
+        keep = np.zeros(n, dtype=np.bool_)
+        keep[rows] = True
     ignored: set[str] = set()
     if require_all:
+        listed = keep.copy()
         for c in constraints:
             keep &= snapshot.label_codes(c.topology_key)[0] >= 0
-        if not keep.all():
-            rows = snapshot.node_info_list
-            ignored = {rows[i].name for i in np.flatnonzero(~keep).tolist()}
+        lacking = np.flatnonzero(listed & ~keep).tolist()
+        if lacking:
+            infos = snapshot.node_info_list
+            ignored = {infos[i].name for i in lacking}
     for domains, key in spread:
         codes, values = snapshot.label_codes(key)
         for code in np.unique(codes[keep]).tolist():
@@ -715,8 +737,11 @@ class PodTopologySpread:
             for i, c in enumerate(constraints)
             if c.topology_key != LABEL_HOSTNAME
         ]
-        if len(nodes) == len(all_nodes):  # every node is feasible: the usual case
+        rows = state.feasible_rows
+        if len(nodes) == len(all_nodes):  # every node is feasible
             ignored = _domains_from_columns(snapshot, constraints, spread, require_all)
+        elif rows is not None and len(rows) == len(nodes):  # the core's bulk filter's rows
+            ignored = _domains_from_columns(snapshot, constraints, spread, require_all, rows)
         else:
             ignored = _domains_from_nodes(nodes, constraints, spread, require_all)
         weights = [

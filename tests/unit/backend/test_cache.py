@@ -394,6 +394,12 @@ def test_pods_by_label_and_count_columns_follow_the_snapshot(cache: Cache) -> No
         assert seen("missing-key", "x") == {}
         col = snap.count_column(424242, count, first)
         assert col.tolist() == [count(ni) for ni in snap.node_info_list]
+        # The same count kept current pod by pod (per_pod) instead of node by node.
+        by_pod = snap.count_column(
+            424243, count, per_pod=lambda p: int(p.labels.get("app") == "web")
+        )
+        assert by_pod.tolist() == [count(ni) for ni in snap.node_info_list]
+        snap.check_invariants()  # every column and label index against a recount
 
     check()
     cache.add_pod(web("c", "n2"))
@@ -404,7 +410,32 @@ def test_pods_by_label_and_count_columns_follow_the_snapshot(cache: Cache) -> No
     cache.remove_pod("default/d")
     cache.update_snapshot(snap)
     check()
+    cache.update_pod(web("c", "n2", app="db"))  # a new version: one pod out, one in
+    cache.add_pod(web("f", "n2"))
+    cache.update_snapshot(snap)
+    check()
+    cache.update_pod(web("c", "n2"))  # and back, with a second change to the node
+    cache.remove_pod("default/f")
+    cache.update_snapshot(snap)
+    check()
     cache.add_node(make_node("n4").record())  # a new row: rebuilt lists
     cache.add_pod(web("e", "n4"))
     cache.update_snapshot(snap)
     check()
+
+
+def test_check_invariants_catches_a_drifting_count_column_and_label_index(cache: Cache) -> None:
+    cache.add_node(make_node("n1").record())
+    cache.add_pod(make_pod("a").label("app", "web").node("n1").info())
+    snap = fresh_snapshot(cache)
+    col = snap.count_column(7, lambda ni: len(ni.pods), per_pod=lambda p: 1)
+    snap.pods_with_label("app", "web")
+    snap.check_invariants()
+    col[0] += 1
+    with pytest.raises(AssertionError, match="count 7 drifts"):
+        snap.check_invariants()
+    col[0] -= 1
+    rows = snap.pods_with_label("app", "web")
+    rows[0].append(make_pod("b").label("app", "web").info())  # a pod no node holds
+    with pytest.raises(AssertionError, match="pods by label app drift"):
+        snap.check_invariants()

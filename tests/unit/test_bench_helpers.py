@@ -365,6 +365,28 @@ def test_repeats_count_by_their_median() -> None:
     assert (over["value"], over["met"], over["detail"]) == (1.0, False, "py 1, kube 0")
 
 
+def test_paced_runs_get_a_p99_from_the_due_time() -> None:
+    def paced(sched: str, p99: float, due_p99: float) -> dict[str, Any]:
+        return _run(
+            "throughput",
+            "defaults",
+            sched,
+            pods_per_second=51.0,
+            latency_client={"p50": 5.0, "p99": p99},
+            latency_due={"p50": 5.5, "p99": due_p99},
+        )
+
+    by_name = {
+        r["name"]: r for r in H.compute_ratios([paced(H.KUBE, 13.0, 15.0), paced(H.PY, 14.6, 14.7)])
+    }
+    assert by_name["latency p99 py/kube"]["met"] is False  # 14.6 s against 13.0 s
+    due = by_name["latency p99 from the paced arrival py/kube"]
+    assert (due["value"], due["met"], due["detail"]) == (0.98, True, "14.70 s / 15.00 s")
+    # Unpaced runs have no due times, and no such row.
+    names = {r["name"] for r in H.compute_ratios(RUNS)}
+    assert "latency p99 from the paced arrival py/kube" not in names
+
+
 def test_one_run_stands_for_itself_and_no_complete_repeat_is_incomplete() -> None:
     one = _run("throughput", "equal", H.PY, pods_per_second=5.0)
     assert H.summarize_repeats([one]) is one

@@ -23,7 +23,9 @@ namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
 
 4. deployments: pods made by kube-controller-manager for real Deployments (50 replicas each)
    with a headless Service and a PDB each, in three PriorityClasses; the scheduler watches
-   the Services and ReplicaSets (system default spreading), as in production.
+   the Services and ReplicaSets (system default spreading), as in production. At the
+   defaults the Deployments are paced too (one every 50 / --paced-rate seconds), and
+   latency_due counts from the time each pod's Deployment was due.
 
 Each scenario runs with both schedulers at their shipped client QPS/burst defaults (50/100)
 and with an equal unthrottled client (5000/5000). py-scheduler is profiled (py-spy, else
@@ -1188,12 +1190,24 @@ class Bench:
             record["loadavg_before"] = loadavg()
             cpu0 = proc.cpu_seconds() or 0.0
             first = time.time()
+            start = time.monotonic()
+            # At the defaults, paced like the throughput scenario: Deployment i (its
+            # replicas) is not created before start + i * replicas / rate.
+            rate = self.args.paced_rate if mode == "defaults" else 0.0
+            record["create_rate"] = rate or None
+            due: dict[str, float] = {}
 
-            def create(item: tuple[str, Any]) -> None:
-                path, body = item
+            def create(item: tuple[int, tuple[str, Any]]) -> None:
+                j, (path, body) = item
+                if rate > 0 and body["kind"] == "Deployment":
+                    offset = (j // 3) * DEPLOYMENT_REPLICAS / rate
+                    due[body["metadata"]["name"]] = first + offset
+                    wait = start + offset - time.monotonic()
+                    if wait > 0:
+                        time.sleep(wait)
                 self.client.request("POST", path.format(ns=ns), body, allow=(409,))
 
-            self._parallel(create, objs, self.args.client_threads)
+            self._parallel(create, list(enumerate(objs)), self.args.client_threads)
             timeout = self.args.timeout or (300 + pods / 5)
             complete = watch.wait_until(lambda: watch.count("dep", "bound") >= pods, timeout, proc)
             _record_usage(record, proc, cpu0, pods)
@@ -1205,6 +1219,12 @@ class Bench:
         last = max((r.bound for r in bound.values() if r.bound), default=None)
         added = [r.added for r in recs.values() if r.added]
         client_lat = [r.bound - r.added for r in bound.values() if r.bound and r.added]
+        # Paced: from the time the pod's Deployment was due (pods are named <app>-<rs>-<id>).
+        due_lat = [
+            r.bound - due[app]
+            for n, r in bound.items()
+            if r.bound and (app := n.rsplit("-", 2)[0]) in due
+        ]
         items, _ = self.client.list_all(f"/api/v1/namespaces/{ns}/pods")
         server_lat = [
             x
@@ -1225,6 +1245,7 @@ class Bench:
             latency_server=H.summarize(server_lat, digits=1),
             latency_client_sketch=H.quantile_sketch(client_lat),
             latency_server_sketch=H.quantile_sketch(server_lat, digits=1),
+            latency_due=H.summarize(due_lat) if due_lat else None,
             bound_curve=H.completion_curve([r.bound for r in bound.values() if r.bound], first),
             created_curve=H.completion_curve(added, first),
             watch_errors=watch.errors[:5],

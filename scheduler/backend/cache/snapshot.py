@@ -121,7 +121,12 @@ _ValueRows = dict[str, dict[int, list[PodInfo]]]
 
 
 def _index_row(index: _ValueRows, key: str, row: int, ni: NodeInfo) -> None:
-    for p in ni.pods.values():
+    _index_pods(index, key, row, ni.pods.values())
+
+
+def _index_pods(index: _ValueRows, key: str, row: int, members: Iterable[PodInfo]) -> None:
+    """Add the ``members`` that carry label ``key`` to ``row`` of the index."""
+    for p in members:
         value = p.labels.get(key)
         if value is None:
             continue
@@ -168,19 +173,7 @@ def _reindex_pods(
             del rows[row]
             if not rows:
                 del index[value]
-    for p in added:
-        value = p.labels.get(key)
-        if value is None:
-            continue
-        rows = index.get(value)
-        if rows is None:
-            index[value] = {row: [p]}
-            continue
-        pods = rows.get(row)
-        if pods is None:
-            rows[row] = [p]
-        else:
-            pods.append(p)
+    _index_pods(index, key, row, added)
 
 
 def _labels(ni: NodeInfo) -> Mapping[str, str]:

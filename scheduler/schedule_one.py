@@ -30,7 +30,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -63,6 +63,7 @@ from scheduler.types import (
     PriorityClassInfo,
     SelectorObject,
     ServiceInfo,
+    pod_with,
 )
 
 __all__ = [
@@ -745,7 +746,7 @@ class SchedulerCore:
         nom = self.queue.nominator
         if nominating is not None:
             if nominating:
-                nom.add_nominated_pod(replace(pod, nominated_node_name=nominating), nominating)
+                nom.add_nominated_pod(pod_with(pod, nominated_node_name=nominating), nominating)
             else:
                 nom.delete_nominated_pod_if_exists(pod.key)
         self.queue.add_unschedulable_if_not_present(qpi)
@@ -772,7 +773,7 @@ class SchedulerCore:
         key = b.qpi.pod.key
         self.cache.forget_pod(key)
         self.queue.move_all_to_active_or_backoff(
-            ClusterEvent("AssignedPod", "Delete"), replace(b.qpi.pod, node_name=b.node), None
+            ClusterEvent("AssignedPod", "Delete"), pod_with(b.qpi.pod, node_name=b.node), None
         )
         if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
             # Deleted, or already bound: the watch delivers the truth; never retry blindly.

@@ -57,6 +57,7 @@ from scheduler.types import (
     SelectorObject,
     ServiceInfo,
     UnknownPriorityClassError,
+    pod_with,
 )
 
 __all__ = [
@@ -347,7 +348,7 @@ class _Simulation:
         binds, self.ports.binds = self.ports.binds, []
         for pod, node in binds:
             core.on_bind_result(pod.key, BindOutcome.OK)
-            running = replace(pod, node_name=node, phase="Running", start_time=self.clock.now())
+            running = pod_with(pod, node_name=node, phase="Running", start_time=self.clock.now())
             core.on_pod_update(None, running)
             self.bound[pod.key] = running
             self.placements[pod.key] = node

@@ -451,6 +451,39 @@ def _seal(draft: Any) -> PodInfo:
     return pod
 
 
+_POD_FIELDS: tuple[str, ...] = PodInfo.__slots__
+_POD_FIELD_SET = frozenset(_POD_FIELDS)
+
+
+def _make_pod_copier() -> Callable[[PodInfo, Any], None]:
+    """A function that copies every field of a PodInfo onto a draft, one plain attribute
+    store a field (generated from the slots, so it cannot miss one; a loop of ``setattr``
+    calls costs three times as much)."""
+    lines = [f"    draft.{name} = pod.{name}" for name in _POD_FIELDS]
+    namespace: dict[str, Any] = {}
+    exec("def copy(pod, draft):\n" + "\n".join(lines), namespace)
+    copier: Callable[[PodInfo, Any], None] = namespace["copy"]
+    return copier
+
+
+_copy_pod_fields = _make_pod_copier()
+
+
+def pod_with(pod: PodInfo, **changes: Any) -> PodInfo:
+    """``dataclasses.replace(pod, **changes)`` at a fraction of its cost (it goes through the
+    frozen ``__init__``, ~12-18 us a pod): the fields are copied onto a draft, the changes
+    set, and the draft sealed (see ``_PodInfoDraft``). As with ``replace``, field values are
+    shared, not copied, ``key`` is kept as it is, and an unknown field name is a TypeError.
+    Runtime complexity: O(fields)."""
+    draft: Any = object.__new__(_PodInfoDraft)
+    _copy_pod_fields(pod, draft)
+    for name, value in changes.items():
+        if name not in _POD_FIELD_SET:
+            raise TypeError(f"PodInfo has no field {name!r}")
+        setattr(draft, name, value)
+    return _seal(draft)
+
+
 # --------------------------------------------------------------------------- priority classes
 
 

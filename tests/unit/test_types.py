@@ -28,6 +28,7 @@ from scheduler.types import (
     node_from_dict,
     pdb_from_dict,
     pod_from_dict,
+    pod_with,
 )
 from tests.builders import EPOCH, PodBuilder, make_node, make_pdb, make_pod, make_priority_class
 
@@ -1191,3 +1192,35 @@ def test_decoded_pod_is_an_ordinary_frozen_pod_info(builder: PodBuilder) -> None
     with pytest.raises(dataclasses.FrozenInstanceError):
         pod.name = "other"  # type: ignore[misc]
     assert dataclasses.replace(pod, name="q").key == pod.key  # key is a field like any other
+
+
+def test_pod_with_is_dataclasses_replace() -> None:
+    """pod_with (the hot path's replace) equals dataclasses.replace for a change of any one
+    field and of several, shares the values it does not change, leaves the original alone,
+    returns an ordinary frozen PodInfo and refuses a name that is no field."""
+    import dataclasses
+
+    pod = (
+        make_pod("p")
+        .req(cpu="1", memory="1Gi")
+        .label("app", "web")
+        .toleration("k", "v", "NoSchedule")
+        .started(5)
+        .info()
+    )
+    before = dataclasses.replace(pod)
+    other = make_pod("q", "ns2").node("n9").nominated("n8").priority(3).terminating().info()
+    for f in dataclasses.fields(PodInfo):
+        value = getattr(other, f.name)
+        changed = pod_with(pod, **{f.name: value})
+        assert changed == dataclasses.replace(pod, **{f.name: value}), f.name
+        assert getattr(changed, f.name) is value
+    several = pod_with(pod, node_name="n1", phase="Running", start_time=9.0)
+    assert several == dataclasses.replace(pod, node_name="n1", phase="Running", start_time=9.0)
+    assert several.labels is pod.labels and several.requests is pod.requests
+    assert pod == before and pod.node_name == ""
+    assert type(several) is PodInfo
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        several.node_name = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError, match="no field 'nodeName'"):
+        pod_with(pod, nodeName="n1")

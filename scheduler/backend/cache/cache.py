@@ -37,10 +37,10 @@ ordered lists when the node set or a node's affinity flags changed.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from scheduler.backend.cache.snapshot import Snapshot
-from scheduler.types import NodeInfo, NodeRecord, PodInfo
+from scheduler.types import NodeInfo, NodeRecord, PodInfo, pod_with
 
 __all__ = ["Cache", "CacheError"]
 
@@ -95,7 +95,7 @@ class Cache:
         """Count ``pod`` on ``node_name`` before the binding is confirmed. O(1)."""
         if pod.key in self._pods:
             raise CacheError(f"pod {pod.key} is already in the cache; cannot assume it")
-        assumed = replace(pod, node_name=node_name)
+        assumed = pod_with(pod, node_name=node_name)
         self._add_to_node(assumed)
         self._pods[pod.key] = _PodState(assumed, assumed=True)
         return assumed

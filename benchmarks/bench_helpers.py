@@ -229,13 +229,24 @@ def summarize_repeats(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | 
     for lat in ("latency_client", "latency_due"):
         p99s = [v for v in (_p99(r, lat) for r in done) if v is not None]
         if p99s:
-            out[lat] = {"p99": _median(p99s)}
+            out[lat] = {"p99": _median(p99s), "repeats": len(p99s)}
     return out
 
 
 def _repeats_note(*runs: Mapping[str, Any] | None) -> str:
     """' (medians of N repeats)' when the figures are medians, else ''."""
     n = max((int(r.get("repeats", 1)) for r in runs if r is not None), default=1)
+    return f" (medians of {n} repeats)" if n > 1 else ""
+
+
+def _latency_note(key: str, *runs: Mapping[str, Any] | None) -> str:
+    """``_repeats_note`` for a latency figure: counts the repeats that recorded it (a run
+    from before ``latency_due`` existed has none)."""
+    n = 1
+    for run in runs:
+        lat = None if run is None else run.get(key)
+        if isinstance(lat, Mapping):
+            n = max(n, int(lat.get("repeats", 1)))
     return f" (medians of {n} repeats)" if n > 1 else ""
 
 
@@ -325,28 +336,21 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         1.0,
                         f"{_fmt(cp)} / {_fmt(ck)} ms{of}",
                     )
-                lk, lp = _p99(tk), _p99(tp)
-                if lk is not None or lp is not None:
-                    add(
-                        f"latency p99 py/kube{what}",
-                        size,
-                        mode,
-                        ratio(lp, lk, 6),
-                        "<=",
-                        1.0,
-                        f"{_fmt(lp)} s / {_fmt(lk)} s{of}",
-                    )
-                dk, dp = _p99(tk, "latency_due"), _p99(tp, "latency_due")
-                if dk is not None or dp is not None:
-                    add(
-                        f"latency p99 from the paced arrival py/kube{what}",
-                        size,
-                        mode,
-                        ratio(dp, dk, 6),
-                        "<=",
-                        1.0,
-                        f"{_fmt(dp)} s / {_fmt(dk)} s{of}",
-                    )
+                for key, label in (
+                    ("latency_client", "latency p99"),
+                    ("latency_due", "latency p99 from the paced arrival"),
+                ):
+                    lk, lp = _p99(tk, key), _p99(tp, key)
+                    if lk is not None or lp is not None:
+                        add(
+                            f"{label} py/kube{what}",
+                            size,
+                            mode,
+                            ratio(lp, lk, 6),
+                            "<=",
+                            1.0,
+                            f"{_fmt(lp)} s / {_fmt(lk)} s{_latency_note(key, tk, tp)}",
+                        )
             pk, pp = get("preemption", KUBE), get("preemption", PY)
             if pk is not None or pp is not None:
                 ck, cp = _metric(pk, "completion_seconds"), _metric(pp, "completion_seconds")

@@ -387,6 +387,37 @@ def test_paced_runs_get_a_p99_from_the_due_time() -> None:
     assert "latency p99 from the paced arrival py/kube" not in names
 
 
+def test_a_latency_median_counts_the_repeats_that_recorded_it() -> None:
+    """Repeats from before due times were recorded have a client p99 and no due p99: the
+    due row's note counts only the repeats that have one."""
+
+    def paced(sched: str, p99: float, due_p99: float | None) -> dict[str, Any]:
+        extra = {} if due_p99 is None else {"latency_due": {"p50": 1.0, "p99": due_p99}}
+        return _run(
+            "throughput",
+            "defaults",
+            sched,
+            pods_per_second=50.0,
+            latency_client={"p50": 1.0, "p99": p99},
+            **extra,
+        )
+
+    runs = [
+        paced(H.KUBE, 1.3, None),
+        paced(H.PY, 1.4, None),
+        paced(H.KUBE, 1.4, 1.5),
+        paced(H.PY, 1.2, 1.3),
+        paced(H.KUBE, 1.5, 1.4),
+        paced(H.PY, 1.3, 1.2),
+    ]
+    by_name = {r["name"]: r for r in H.compute_ratios(runs)}
+    client = by_name["latency p99 py/kube"]
+    assert client["detail"] == "1.30 s / 1.40 s (medians of 3 repeats)"
+    due = by_name["latency p99 from the paced arrival py/kube"]
+    assert due["detail"] == "1.25 s / 1.45 s (medians of 2 repeats)"
+    assert due["met"] is True
+
+
 def test_one_run_stands_for_itself_and_no_complete_repeat_is_incomplete() -> None:
     one = _run("throughput", "equal", H.PY, pods_per_second=5.0)
     assert H.summarize_repeats([one]) is one

@@ -365,19 +365,23 @@ def test_repeats_count_by_their_median() -> None:
     assert (over["value"], over["met"], over["detail"]) == (1.0, False, "py 1, kube 0")
 
 
-def test_paced_runs_get_a_p99_from_the_due_time() -> None:
-    def paced(sched: str, p99: float, due_p99: float) -> dict[str, Any]:
-        return _run(
-            "throughput",
-            "defaults",
-            sched,
-            pods_per_second=51.0,
-            latency_client={"p50": 5.0, "p99": p99},
-            latency_due={"p50": 5.5, "p99": due_p99},
-        )
+def _paced(sched: str, p99: float, due_p99: float | None) -> dict[str, Any]:
+    """A throughput run at the defaults: client p99 and, unless None, the p99 from due."""
+    extra = {} if due_p99 is None else {"latency_due": {"p50": 1.0, "p99": due_p99}}
+    return _run(
+        "throughput",
+        "defaults",
+        sched,
+        pods_per_second=50.0,
+        latency_client={"p50": 1.0, "p99": p99},
+        **extra,
+    )
 
+
+def test_paced_runs_get_a_p99_from_the_due_time() -> None:
     by_name = {
-        r["name"]: r for r in H.compute_ratios([paced(H.KUBE, 13.0, 15.0), paced(H.PY, 14.6, 14.7)])
+        r["name"]: r
+        for r in H.compute_ratios([_paced(H.KUBE, 13.0, 15.0), _paced(H.PY, 14.6, 14.7)])
     }
     assert by_name["latency p99 py/kube"]["met"] is False  # 14.6 s against 13.0 s
     due = by_name["latency p99 from the paced arrival py/kube"]
@@ -391,24 +395,13 @@ def test_a_latency_median_counts_the_repeats_that_recorded_it() -> None:
     """Repeats from before due times were recorded have a client p99 and no due p99: the
     due row's note counts only the repeats that have one."""
 
-    def paced(sched: str, p99: float, due_p99: float | None) -> dict[str, Any]:
-        extra = {} if due_p99 is None else {"latency_due": {"p50": 1.0, "p99": due_p99}}
-        return _run(
-            "throughput",
-            "defaults",
-            sched,
-            pods_per_second=50.0,
-            latency_client={"p50": 1.0, "p99": p99},
-            **extra,
-        )
-
     runs = [
-        paced(H.KUBE, 1.3, None),
-        paced(H.PY, 1.4, None),
-        paced(H.KUBE, 1.4, 1.5),
-        paced(H.PY, 1.2, 1.3),
-        paced(H.KUBE, 1.5, 1.4),
-        paced(H.PY, 1.3, 1.2),
+        _paced(H.KUBE, 1.3, None),
+        _paced(H.PY, 1.4, None),
+        _paced(H.KUBE, 1.4, 1.5),
+        _paced(H.PY, 1.2, 1.3),
+        _paced(H.KUBE, 1.5, 1.4),
+        _paced(H.PY, 1.3, 1.2),
     ]
     by_name = {r["name"]: r for r in H.compute_ratios(runs)}
     client = by_name["latency p99 py/kube"]

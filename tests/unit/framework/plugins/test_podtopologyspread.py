@@ -1401,10 +1401,15 @@ def test_label_counts_follow_the_pods_of_a_node(selector: dict[str, Any]) -> Non
 
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("require_all", [True, False])
-def test_prescore_domains_from_columns_equal_the_node_loop(seed: int, require_all: bool) -> None:
-    """When every node is feasible, PreScore takes its ignored nodes and domains from the
-    snapshot's label columns: the same sets as the loop over nodes, on random clusters
-    (nodes with and without zone/rack labels, several values)."""
+@pytest.mark.parametrize("feasible", ["every node", "some rows"])
+def test_prescore_domains_from_columns_equal_the_node_loop(
+    seed: int, require_all: bool, feasible: str
+) -> None:
+    """PreScore takes its ignored nodes and domains from the snapshot's label columns: over
+    every node when all are feasible, and at the rows the core's filter found them at when
+    it stopped early (percentageOfNodesToScore, ``CycleState.feasible_rows``). Either way,
+    the same sets as the loop over those nodes, on random clusters (nodes with and without
+    zone/rack labels, several values) and subsets in any order, empty included."""
     from scheduler.framework.plugins.podtopologyspread import (
         _Constraint,
         _domains_from_columns,
@@ -1421,54 +1426,23 @@ def test_prescore_domains_from_columns_equal_the_node_loop(seed: int, require_al
             labels["rack"] = rng.choice(["r1", "r2"])
         nodes.append(n(f"n{i}", **labels))
     snap = snapshot(nodes, [])
+    rows: list[int] | None = None
+    some = snap.node_info_list
+    if feasible == "some rows":
+        rows = rng.sample(range(len(nodes)), rng.randint(0, len(nodes)))
+        some = [snap.node_info_list[r] for r in rows]
     keys = rng.sample(["zone", "rack", LABEL_HOSTNAME], rng.randint(1, 3))
     constraints = [_Constraint(1, k, LabelSelector(), 1, True, False) for k in keys]
 
-    def run(fn: Any, *first: Any) -> tuple[set[str], list[dict[str, int]]]:
+    def run(by_columns: bool) -> tuple[set[str], list[dict[str, int]]]:
         counts: list[dict[str, int]] = [{} for _ in constraints]
         spread = [(counts[i], k) for i, k in enumerate(keys) if k != LABEL_HOSTNAME]
-        return fn(*first, constraints, spread, require_all), counts
+        if not by_columns:
+            return _domains_from_nodes(some, constraints, spread, require_all), counts
+        at = None if rows is None else np.array(rows, dtype=np.intp)
+        return _domains_from_columns(snap, constraints, spread, require_all, at), counts
 
-    assert run(_domains_from_columns, snap) == run(_domains_from_nodes, snap.node_info_list)
-
-
-@pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("require_all", [True, False])
-def test_prescore_domains_at_rows_equal_the_node_loop(seed: int, require_all: bool) -> None:
-    """When the filter stopped early (percentageOfNodesToScore), PreScore reads the domains
-    of the feasible nodes from the label columns at the rows the core found them at
-    (``CycleState.feasible_rows``): the same ignored nodes and domains as the loop over
-    those nodes, on random clusters and subsets in any order, empty included."""
-    from scheduler.framework.plugins.podtopologyspread import (
-        _Constraint,
-        _domains_from_columns,
-        _domains_from_nodes,
-    )
-
-    rng = random.Random(seed)
-    nodes = []
-    for i in range(rng.randint(1, 40)):
-        labels = {"host": f"h{i}"}
-        if rng.random() < 0.8:
-            labels["zone"] = rng.choice(["a", "b", "c", ""])
-        if rng.random() < 0.7:
-            labels["rack"] = rng.choice(["r1", "r2"])
-        nodes.append(n(f"n{i}", **labels))
-    snap = snapshot(nodes, [])
-    rows = rng.sample(range(len(nodes)), rng.randint(0, len(nodes)))
-    some = [snap.node_info_list[r] for r in rows]
-    keys = rng.sample(["zone", "rack", LABEL_HOSTNAME], rng.randint(1, 3))
-    constraints = [_Constraint(1, k, LabelSelector(), 1, True, False) for k in keys]
-
-    def run(by_rows: bool) -> tuple[set[str], list[dict[str, int]]]:
-        counts: list[dict[str, int]] = [{} for _ in constraints]
-        spread = [(counts[i], k) for i, k in enumerate(keys) if k != LABEL_HOSTNAME]
-        if by_rows:
-            at = np.array(rows, dtype=np.intp)
-            return _domains_from_columns(snap, constraints, spread, require_all, at), counts
-        return _domains_from_nodes(some, constraints, spread, require_all), counts
-
-    assert run(by_rows=True) == run(by_rows=False)
+    assert run(by_columns=True) == run(by_columns=False)
 
 
 @pytest.mark.parametrize("seed", range(10))

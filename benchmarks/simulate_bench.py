@@ -11,7 +11,11 @@ pending pods of 100m), runs
 
 Usage:
     python benchmarks/simulate_bench.py [--sizes 1000x30x1000,5000x30x1000] [--runs 3]
-        [--formats json,yaml] [--json FILE]
+        [--formats json,yaml] [--phases] [--json FILE]
+
+``--phases`` adds, per dump, the seconds of each step of a simulation (imports, reading and
+decoding the files, parsing the objects, loading the cache and queue, scheduling, output)
+from as many runs of a child that takes simulate's steps one by one (median per step).
 
 The size ``NxPxQ`` is N nodes, P bound pods per node, Q pending pods. The issue's goals:
 >= 20,000 objects/s (JSON) and >= 5,000 objects/s (YAML) at 1000x30x1000 (32,000 objects);
@@ -166,11 +170,52 @@ def run_once(path: Path, env: dict[str, str] | None = None) -> dict[str, float]:
     }
 
 
+# The steps of ``scheduler.simulate.main`` without what-if options, timed one by one (the
+# collector handled as main does: off while reading, frozen once the cache is loaded).
+PHASES_SCRIPT = """
+import time
+t0 = time.perf_counter()
+import gc, json, sys
+from scheduler import simulate as S
+from scheduler.config import load_config
+from scheduler.decode import load_documents
+t1 = time.perf_counter()
+gc.disable()
+config = load_config(None)
+docs = load_documents([sys.argv[1]])
+t2 = time.perf_counter()
+inp = S._parse(docs, config)
+t3 = time.perf_counter()
+sim = S._Simulation(inp, config, 0)
+sim.load()
+t4 = time.perf_counter()
+gc.freeze()
+gc.enable()
+sim.run()
+t5 = time.perf_counter()
+result = S.SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
+text = json.dumps(result.to_json(), indent=2)
+t6 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, "read_decode": t2 - t1, "parse": t3 - t2,
+                  "load": t4 - t3, "schedule": t5 - t4, "output": t6 - t5}))
+"""
+
+
+def phases_once(path: Path, env: dict[str, str]) -> dict[str, float]:
+    cmd = [sys.executable, "-c", PHASES_SCRIPT, str(path)]
+    proc = subprocess.run(cmd, capture_output=True, check=False, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"phases failed ({proc.returncode}): {proc.stderr.decode()[-2000:]}")
+    result: dict[str, float] = json.loads(proc.stdout)
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default="1000x30x1000,5000x30x1000")
     ap.add_argument("--formats", default="json,yaml")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--phases", action="store_true", help="also time each step (see above)")
     ap.add_argument("--json", help="write the raw results here")
     args = ap.parse_args()
     rows = []
@@ -203,6 +248,12 @@ def main() -> int:
                     "peak_rss_mib": round(max(r["peak_rss_mib"] for r in runs)),
                     "placed": runs[0]["placed"],
                 }
+                if args.phases:
+                    steps = [phases_once(path, env) for _ in range(args.runs)]
+                    row["phases_s"] = {
+                        k: round(sorted(st[k] for st in steps)[len(steps) // 2], 3)
+                        for k in steps[0]
+                    }
                 rows.append(row)
                 print(f"[simbench] {row}", file=sys.stderr, flush=True)
                 path.unlink()
@@ -217,6 +268,15 @@ def main() -> int:
             f"{r['wall_s_median']} | {r['cpu_s_median']} | {r['objects_per_s']} | "
             f"{r['peak_rss_mib']} | {r['placed']} |"
         )
+    timed = [r for r in rows if "phases_s" in r]
+    if timed:
+        steps = list(timed[0]["phases_s"])
+        print()
+        print("| size | format | " + " | ".join(f"{k} s" for k in steps) + " |")
+        print("| --- | --- | " + " | ".join("---" for _ in steps) + " |")
+        for r in timed:
+            cells = " | ".join(str(r["phases_s"][k]) for k in steps)
+            print(f"| {r['size']} | {r['format']} | {cells} |")
     if args.json:
         Path(args.json).write_text(
             json.dumps({"host_cpus": os.cpu_count(), "rows": rows}, indent=2)

@@ -5,11 +5,9 @@ carries its reason. tests/e2e/test_deploy.py checks the same manifests on an API
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import inspect
 import re
 import ssl
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -25,6 +23,7 @@ from scheduler.kube.auth import DelegatedAuth
 from scheduler.server import HealthServer
 from scheduler.servingcert import server_context
 from tests.deploy.dockerfile import Dockerfile
+from tests.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
@@ -246,13 +245,7 @@ def test_the_commands_we_suggest_create_priority_classes_before_pods() -> None:
 
 def _localcluster_default_cpu() -> str:
     """The CPU of the nodes `make run` creates (hack/localcluster.py create_nodes' default)."""
-    module = sys.modules.get("localcluster")  # as tests/e2e/conftest.py loads it
-    if module is None:
-        spec = importlib.util.spec_from_file_location("localcluster", REPO / "hack/localcluster.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["localcluster"] = module
-        spec.loader.exec_module(module)
+    module = load_script("hack/localcluster.py")  # the module tests/e2e/conftest.py uses
     return str(inspect.signature(module.create_nodes).parameters["cpu"].default)
 
 

@@ -10,7 +10,6 @@ If the control plane cannot be started the tests fail; they never skip.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import secrets
 import sys
@@ -18,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any, TypeVar
 
 import pytest
@@ -26,26 +24,15 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
+from tests.scripts import load_script
+
 E2E_DIR = Path(__file__).resolve().parent
 REPO_ROOT = E2E_DIR.parents[1]
 
 T = TypeVar("T")
 
 
-def _load_localcluster() -> ModuleType:
-    """hack/ is not a package: load hack/localcluster.py as the module `localcluster`."""
-    if "localcluster" in sys.modules:
-        return sys.modules["localcluster"]
-    path = REPO_ROOT / "hack" / "localcluster.py"
-    spec = importlib.util.spec_from_file_location("localcluster", path)
-    assert spec is not None and spec.loader is not None, path
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["localcluster"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-localcluster = _load_localcluster()
+localcluster = load_script("hack/localcluster.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -3,31 +3,13 @@ against the issue's targets, profile folding, the markdown report). No cluster, 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
-
-def _load() -> ModuleType:
-    """benchmarks/ is not a package: load bench_helpers.py by path."""
-    if "bench_helpers" in sys.modules:
-        return sys.modules["bench_helpers"]
-    path = REPO_ROOT / "benchmarks" / "bench_helpers.py"
-    spec = importlib.util.spec_from_file_location("bench_helpers", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_helpers"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-H = _load()
+H = load_script("benchmarks/bench_helpers.py")
 
 
 @pytest.mark.parametrize(

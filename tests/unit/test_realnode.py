@@ -4,30 +4,15 @@ per-cluster names (kernel limits), the kubelet configuration this host needs."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
-import sys
 import tarfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
-
-def _load() -> ModuleType:
-    if "realnode" in sys.modules:
-        return sys.modules["realnode"]
-    spec = importlib.util.spec_from_file_location("realnode", REPO / "hack" / "realnode.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["realnode"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-realnode = _load()
+realnode = load_script("hack/realnode.py")
 
 ADDRS = """\
 1: lo    inet 127.0.0.1/8 scope host lo

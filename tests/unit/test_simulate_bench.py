@@ -4,30 +4,13 @@ dumps only; no timing is asserted."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from tests.scripts import load_script
 
-
-def _load() -> ModuleType:
-    """benchmarks/ is not a package: load simulate_bench.py by path."""
-    if "simulate_bench" in sys.modules:
-        return sys.modules["simulate_bench"]
-    path = REPO_ROOT / "benchmarks" / "simulate_bench.py"
-    spec = importlib.util.spec_from_file_location("simulate_bench", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["simulate_bench"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-B = _load()
+B = load_script("benchmarks/simulate_bench.py")
 
 
 def test_a_bench_dump_is_read_and_every_pending_pod_placed(tmp_path: Path) -> None:

@@ -148,7 +148,7 @@ if [[ "${WHEELHOUSE:-1}" != 0 ]]; then
     mkdir -p "$wheels"
     "${pip[@]}" download --quiet --dest "$wheels" --only-binary=:all: --python-version 3.11 \
       --implementation cp --abi cp311 --abi abi3 --abi none "${platforms[@]}" --platform any \
-      --requirement "$repo/requirements.lock" "setuptools>=68" wheel >&2 ||
+      --requirement "$repo/requirements.lock" "setuptools>=77" wheel >&2 ||
       die "pip download of requirements.lock failed (is PyPI reachable with pip's settings?); or build with WHEELHOUSE=0"
     touch "$wheels/.ok"
   fi

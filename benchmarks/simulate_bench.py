@@ -170,34 +170,36 @@ def run_once(path: Path, env: dict[str, str] | None = None) -> dict[str, float]:
     }
 
 
-# The steps of ``scheduler.simulate.main`` without what-if options, timed one by one (the
-# collector handled as main does: off while reading, frozen once the cache is loaded).
+# ``scheduler.simulate.main`` without what-if options, each step timed through
+# ``simulate(step=...)`` (the collector handled as main does: off while reading and loading,
+# on once the cache is loaded, with what exists frozen).
 PHASES_SCRIPT = """
 import time
 t0 = time.perf_counter()
 import gc, json, sys
-from scheduler import simulate as S
 from scheduler.config import load_config
 from scheduler.decode import load_documents
-t1 = time.perf_counter()
+from scheduler.simulate import simulate
+marks = {"import": time.perf_counter()}
 gc.disable()
 config = load_config(None)
 docs = load_documents([sys.argv[1]])
-t2 = time.perf_counter()
-inp = S._parse(docs, config)
-t3 = time.perf_counter()
-sim = S._Simulation(inp, config, 0)
-sim.load()
-t4 = time.perf_counter()
-gc.freeze()
-gc.enable()
-sim.run()
-t5 = time.perf_counter()
-result = S.SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
+marks["read_decode"] = time.perf_counter()
+
+def loaded():
+    gc.freeze()
+    gc.enable()
+
+def step(name):
+    marks[name] = time.perf_counter()
+
+result = simulate(docs, config, loaded=loaded, step=step)
 text = json.dumps(result.to_json(), indent=2)
-t6 = time.perf_counter()
-print(json.dumps({"import": t1 - t0, "read_decode": t2 - t1, "parse": t3 - t2,
-                  "load": t4 - t3, "schedule": t5 - t4, "output": t6 - t5}))
+marks["output"] = time.perf_counter()
+seconds, last = {}, t0
+for name, at in marks.items():
+    seconds[name], last = at - last, at
+print(json.dumps(seconds))
 """
 
 

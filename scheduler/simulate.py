@@ -423,19 +423,26 @@ def simulate(
     *,
     seed: int = 0,
     loaded: Callable[[], None] | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> SimulationResult:
     """Run the scheduler over the documents. Raises InputError on bad input.
 
     ``placements`` holds every pending input pod of the profile (those that it rejected
     too), in document order: its node at the end of the run, or None. ``evicted``: the
     victims of every preemption, in order. ``loaded`` is called once the cache and the
-    queue are filled, before the first cycle. Runtime: one scheduling cycle per attempt."""
+    queue are filled, before the first cycle; ``step`` (a benchmark's timer) after each
+    step with its name: "parse", "load", "schedule". Runtime: one scheduling cycle per
+    attempt."""
+    done = step or (lambda _name: None)
     inp = _parse(documents, config)
+    done("parse")
     sim = _Simulation(inp, config, seed)
     sim.load()
+    done("load")
     if loaded is not None:
         loaded()
     sim.run()
+    done("schedule")
     return SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -39,6 +40,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if E2E_DIR in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.e2e)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A failed e2e test's report gets the API's view of its namespace (pods, their nodes,
+    phases, deletion and nomination, and recent events) and the schedulers it spawned: a
+    rare failure must be explainable from the CI log alone."""
+    report = yield
+    if report.when == "call" and report.failed:
+        describe = getattr(item, "funcargs", {}).get("kit")
+        if describe is not None:
+            try:
+                report.sections.append(("namespace state", describe.describe()))
+            except Exception as err:  # the report must not hide the test's own failure
+                report.sections.append(("namespace state", f"unavailable: {err!r}"))
+        spawned = getattr(item, "funcargs", {}).get("spawn_scheduler")
+        for proc in getattr(spawned, "started", ()):
+            report.sections.append((f"scheduler {proc.name} log", proc.tail(80)))
+    return report
 
 
 def wait_for(predicate: Callable[[], T], timeout: float, desc: str, interval: float = 0.2) -> T:
@@ -169,7 +189,7 @@ def _reap_stale_sessions(parent: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     external = os.environ.get("E2E_KUBECONFIG", "").strip()
     if external:
         if not Path(external).is_file():
@@ -208,8 +228,29 @@ def cluster() -> Iterator[Cluster]:
         yield handle
     finally:
         api.close()
+        if request.session.testsfailed:
+            kept = keep_logs(info.log_dir, parent.parent / "e2e-logs" / state_dir.name)
+            print(
+                f"\n{request.session.testsfailed} e2e test(s) failed: control-plane logs kept "
+                f"in {kept}",
+                file=sys.stderr,
+            )
         local.down()
         local.lock_path.unlink(missing_ok=True)
+
+
+KEPT_LOG_SESSIONS = 3
+
+
+def keep_logs(log_dir: Path, dest: Path) -> Path:
+    """Copy a failed session's control-plane logs (apiserver, etcd, kcm, kwok) out of the
+    state dir that teardown removes; only the newest KEPT_LOG_SESSIONS copies stay."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(log_dir, dest, dirs_exist_ok=True)
+    older = sorted(dest.parent.iterdir(), key=lambda d: d.stat().st_mtime)[:-KEPT_LOG_SESSIONS]
+    for d in older:
+        shutil.rmtree(d, ignore_errors=True)
+    return dest
 
 
 @pytest.fixture(scope="session")

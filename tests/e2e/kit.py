@@ -138,6 +138,28 @@ class Kit:
         out = self.core.list_namespaced_pod(self.ns)
         return [dict(self.cluster.api.sanitize_for_serialization(p)) for p in out.items]
 
+    def describe(self) -> str:
+        """The namespace as the API sees it: one line per pod, then the last events."""
+        lines = []
+        for p in sorted(self.pods(), key=lambda p: p["metadata"]["name"]):
+            meta, spec, status = p["metadata"], p.get("spec") or {}, p.get("status") or {}
+            conditions = ",".join(
+                f"{c['type']}={c['status']}" for c in status.get("conditions") or []
+            )
+            lines.append(
+                f"pod {meta['name']} uid={meta.get('uid')} rv={meta.get('resourceVersion')} "
+                f"node={spec.get('nodeName') or '-'} phase={status.get('phase')} "
+                f"deletion={meta.get('deletionTimestamp') or '-'} "
+                f"grace={meta.get('deletionGracePeriodSeconds')} "
+                f"nominated={status.get('nominatedNodeName') or '-'} "
+                f"gates={len(spec.get('schedulingGates') or [])} conditions={conditions}"
+            )
+        events = [(str(e.get("lastTimestamp") or e.get("eventTime")), e) for e in self.events()]
+        for when, e in sorted(events, key=lambda pair: pair[0])[-30:]:
+            obj = (e.get("involvedObject") or {}).get("name")
+            lines.append(f"event {when} {obj} {e.get('reason')}: {e.get('message')}")
+        return "\n".join(lines) or "(no pods, no events)"
+
     def node_of(self, name: str) -> str:
         p = self.pod(name)
         return str(((p or {}).get("spec") or {}).get("nodeName") or "")
@@ -321,6 +343,7 @@ def spawn_scheduler(
         started.append(p)
         return p.start(wait_ready=wait)
 
+    spawn.started = started  # type: ignore[attr-defined]  # for the failure report
     yield spawn
     for p in started:
         p.stop()

@@ -138,10 +138,12 @@ class Kit:
         out = self.core.list_namespaced_pod(self.ns)
         return [dict(self.cluster.api.sanitize_for_serialization(p)) for p in out.items]
 
-    def describe(self) -> str:
-        """The namespace as the API sees it: one line per pod, then the last events."""
+    def describe(self, max_pods: int = 100) -> str:
+        """The namespace as the API sees it: one line per pod (the first ``max_pods`` by
+        name), then the last events."""
         lines = []
-        for p in sorted(self.pods(), key=lambda p: p["metadata"]["name"]):
+        pods = sorted(self.pods(), key=lambda p: str(p["metadata"]["name"]))
+        for p in pods[:max_pods]:
             meta, spec, status = p["metadata"], p.get("spec") or {}, p.get("status") or {}
             conditions = ",".join(
                 f"{c['type']}={c['status']}" for c in status.get("conditions") or []
@@ -154,6 +156,8 @@ class Kit:
                 f"nominated={status.get('nominatedNodeName') or '-'} "
                 f"gates={len(spec.get('schedulingGates') or [])} conditions={conditions}"
             )
+        if len(pods) > max_pods:
+            lines.append(f"... and {len(pods) - max_pods} more pods")
         events = [(str(e.get("lastTimestamp") or e.get("eventTime")), e) for e in self.events()]
         for when, e in sorted(events, key=lambda pair: pair[0])[-30:]:
             obj = (e.get("involvedObject") or {}).get("name")

@@ -230,7 +230,10 @@ def test_a_gated_pod_never_preempts_and_is_bound_once_ungated(
     kit.core.patch_namespaced_pod(
         "gated", kit.ns, [{"op": "remove", "path": "/spec/schedulingGates"}]
     )
-    kit.wait_bound("gated", timeout=60)
+    # Two halves, reported apart: the victim must go (kwok finishes a 1-s graceful delete),
+    # then its deletion event must bring the preemptor back and bind it.
+    kit.wait_gone("low", timeout=30)
+    kit.wait_bound("gated", timeout=30)
     assert sched.metric("scheduler_pending_pods", {"queue": "gated"}) == 0
 
 

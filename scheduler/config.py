@@ -412,7 +412,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             filters = tuple(n for n in filters if n in mp) + extra
             scores = tuple(n for n in scores if n in mp) + extra
             post_filters = tuple(n for n in post_filters if n in mp) + extra
-            pre_enqueue = tuple(n for n in pre_enqueue if n in mp)
+            pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
@@ -439,7 +439,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 plugins["preEnqueue"],
                 "profiles[0].plugins.preEnqueue",
                 pre_enqueue,
-                PRE_ENQUEUE_PLUGINS,
+                PRE_ENQUEUE_PLUGINS + ext,
             )
         for point in (
             "queueSort",
@@ -466,7 +466,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 raise r.fail(f"{path}.name", f"no supported args for plugin {name!r}")
     if "disablePreemption" in top and r.boolean(top["disablePreemption"], "disablePreemption"):
         post_filters = tuple(p for p in post_filters if p != "DefaultPreemption")
-    enabled = dict.fromkeys(n for n in (*filters, *scores, *post_filters) if n in external)
+    enabled = dict.fromkeys(
+        n for n in (*pre_enqueue, *filters, *scores, *post_filters) if n in external
+    )
     out_of_tree = []
     for name in enabled:
         args = external_args.get(name, {})

@@ -7,6 +7,7 @@ A plugin is a class constructed as ``Plugin(args)`` (``args``: its ``pluginConfi
 dict; raise ValueError naming the field for a bad one) with a ``name`` and any of the
 extension points below; the framework calls each on the scheduler's single thread.
 
+- ``pre_enqueue(pod) -> Status`` (anything but SUCCESS keeps the pod out of the queue)
 - ``pre_filter(state, pod, snapshot) -> (PreFilterResult | None, Status)``
 - ``filter(state, pod, node_info) -> Status``
 - ``post_filter(state, pod, statuses) -> (PostFilterResult | None, Status)``

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -50,10 +50,8 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.outoftree import PluginRaised
-from scheduler.framework.plugins import names
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
-from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.preemption import PreemptionActions, fit_error_message
 from scheduler.types import (
     NodeInfo,
@@ -163,15 +161,6 @@ def _record_rejection(diagnosis: Diagnosis, node: str, st: Status) -> None:
         diagnosis.unschedulable_plugins.add(st.plugin)
 
 
-def _first_rejection(plugins: Sequence[SchedulingGates], pod: PodInfo) -> str | None:
-    """PreEnqueue: the message of the first plugin that keeps ``pod`` out of the queue."""
-    for p in plugins:
-        st = p.pre_enqueue(pod)
-        if not st.is_success():
-            return str(st.message())
-    return None
-
-
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     """Upstream's adaptive percentageOfNodesToScore."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -232,8 +221,8 @@ class SchedulerCore:
             selectors=self.selector_objects if self.upstream_default_selector else None,
         )
         self.queue.hints = dict(self.framework.hints)
-        gates = [SchedulingGates()] if names.SCHEDULING_GATES in self.config.pre_enqueue else []
-        self.queue.pre_enqueue = (lambda pod: _first_rejection(gates, pod)) if gates else None
+        if self.framework.pre_enqueue_plugins:
+            self.queue.pre_enqueue = self.framework.run_pre_enqueue
         self.evaluator.fast_dry_run = self.vectorized
         self.next_start_node_index = 0
         # Which cycles record plugin durations: its own generator, so that metrics never

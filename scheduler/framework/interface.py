@@ -196,6 +196,15 @@ class PreFilterExtensions(Protocol):
 
 
 @runtime_checkable
+class PreEnqueuePlugin(Plugin, Protocol):
+    """Whether a pod may enter the scheduling queue at all: anything but SUCCESS keeps it
+    in the queue's gated set (no Filter, Score or preemption) until an update of the pod, or
+    a cluster event the plugin's queueing hints accept, lets every PreEnqueue plugin pass."""
+
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+@runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

@@ -14,7 +14,8 @@ What it owns:
   call guarded: an exception in PreFilter, Filter, PreScore or PostFilter becomes an Error
   status naming the plugin; in Score or NormalizeScore it becomes ``PluginRaised``, which
   the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
-  status naming the plugin and the scheduler goes on serving other pods.
+  status naming the plugin and the scheduler goes on serving other pods. An exception in
+  PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in.
 
 The public names a plugin author imports live in ``scheduler.plugins`` (docs/plugins.md).
 """
@@ -32,6 +33,7 @@ __all__ = ["ENTRY_POINT_GROUP", "PluginRaised", "discover", "guard", "instantiat
 ENTRY_POINT_GROUP = "py_scheduler.plugins"
 # The extension points a plugin may implement (method names), in the framework's order.
 _POINTS = (
+    "pre_enqueue",
     "pre_filter",
     "filter",
     "post_filter",
@@ -41,7 +43,7 @@ _POINTS = (
     "is_eligible_victim",
     "ordered_score_funcs",
 )
-_STATUS_POINTS = {"filter": "Filter", "pre_score": "PreScore"}
+_STATUS_POINTS = {"pre_enqueue": "PreEnqueue", "filter": "Filter", "pre_score": "PreScore"}
 
 
 class PluginRaised(Exception):
@@ -93,6 +95,7 @@ def instantiate(cls: type, args: Mapping[str, Any]) -> object:
 
 def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[..., Any]:
     label = {
+        "pre_enqueue": "PreEnqueue",
         "pre_filter": "PreFilter",
         "filter": "Filter",
         "post_filter": "PostFilter",

@@ -41,6 +41,7 @@ from scheduler.framework.interface import (
     NodeScore,
     PostFilterPlugin,
     PostFilterResult,
+    PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
@@ -75,6 +76,7 @@ class _Weighted:
 @dataclass
 class Framework:
     profile_name: str
+    pre_enqueue_plugins: list[PreEnqueuePlugin] = field(default_factory=list)
     pre_filter_plugins: list[PreFilterPlugin] = field(default_factory=list)
     filter_plugins: list[FilterPlugin] = field(default_factory=list)
     post_filter_plugins: list[PostFilterPlugin] = field(default_factory=list)
@@ -100,13 +102,18 @@ class Framework:
         filters: Sequence[str] | None = None,
         scores: Sequence[str] | None = None,
         post_filters: Sequence[str] | None = None,
+        pre_enqueue: Sequence[str] | None = None,
         nominator: Nominator | None = None,
     ) -> Framework:
         """Wire plugin instances by the Protocols they implement. ``filters``/``scores``/
-        ``post_filters`` restrict each extension point to the named plugins (None: all)."""
+        ``post_filters``/``pre_enqueue`` restrict each extension point to the named plugins
+        (None: all); PreEnqueue plugins run in the order ``pre_enqueue`` names them."""
         fw = cls(profile_name, nominator=nominator)
+        enqueue: dict[str, PreEnqueuePlugin] = {}
         for p in plugins:
             name = str(getattr(p, "name", type(p).__name__))
+            if isinstance(p, PreEnqueuePlugin) and (pre_enqueue is None or name in pre_enqueue):
+                enqueue[name] = p
             if isinstance(p, PreFilterPlugin) and (filters is None or name in filters):
                 fw.pre_filter_plugins.append(p)
             if isinstance(p, FilterPlugin) and (filters is None or name in filters):
@@ -123,7 +130,19 @@ class Framework:
                     fw.score_plugins.append(_Weighted(p, weight))
             if isinstance(p, EnqueueExtensions):
                 fw.hints[name] = list(p.events_to_register())
+        order = list(enqueue) if pre_enqueue is None else [n for n in pre_enqueue if n in enqueue]
+        fw.pre_enqueue_plugins = [enqueue[n] for n in order]
         return fw
+
+    # ------------------------------------------------------------------ preenqueue
+    def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
+        """Upstream's ``runPreEnqueuePlugins``: None when every PreEnqueue plugin lets the
+        pod in, else the first one's status (naming that plugin) that keeps it out."""
+        for p in self.pre_enqueue_plugins:
+            st = p.pre_enqueue(pod)
+            if not st.is_success():
+                return st.with_plugin(p.name)
+        return None
 
     @property
     def plugin_names(self) -> list[str]:

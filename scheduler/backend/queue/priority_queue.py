@@ -17,8 +17,13 @@
 
 Gated pods (upstream's PreEnqueue, e.g. SchedulingGates: ``spec.schedulingGates``) wait in
 a fourth set, ``gated``: they never reach activeQ, so they never run Filter, Score or
-preemption, are not counted as nominated, and no cluster event moves them. An update that
-makes every PreEnqueue check pass (the last gate removed) moves the pod to activeQ.
+preemption, and are not counted as nominated. As upstream's moveToActiveQ, the PreEnqueue
+checks run whenever a pod would enter activeQ (added, flushed from backoff, moved by an
+event, activated), so a plugin may also gate a pod that failed before. Each gated pod
+remembers the plugin that keeps it out; an update of the pod, or a cluster event that
+plugin's queueing hints accept, runs the checks again, and when every one passes (e.g. the
+last gate removed) the pod moves to activeQ. SchedulingGates registers no events: only an
+update releases its pods.
 
 A pod popped for a cycle is "in flight". Events that arrive while pods are in flight are
 remembered, and so is a scheduling-relevant update of the pod itself, so that a pod that
@@ -39,7 +44,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sortedcontainers import SortedList
 
@@ -93,6 +98,15 @@ class QueuedPodInfo:
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
 
 
+class Rejection(Protocol):
+    """What a PreEnqueue check answers when it keeps a pod out (the framework's Status)."""
+
+    @property
+    def plugin(self) -> str: ...
+
+    def message(self) -> str: ...
+
+
 class PriorityQueue:
     def __init__(
         self,
@@ -121,9 +135,10 @@ class PriorityQueue:
         # PreEnqueue-style gate: a pod for which it returns False waits in the unschedulable
         # map instead of activeQ (used to hold a preemptor while its victims are deleted).
         self.gate: Callable[[PodInfo], bool] | None = None
-        # PreEnqueue plugins (SchedulingGates): the message of the first that rejects the
-        # pod, or None. A rejected pod waits in the gated set until an update lets it pass.
-        self.pre_enqueue: Callable[[PodInfo], str | None] | None = None
+        # PreEnqueue plugins (SchedulingGates, Python plugins): the status of the first that
+        # rejects the pod (naming it), or None. A rejected pod waits in the gated set until
+        # an update, or an event that plugin's hints accept, lets it pass.
+        self.pre_enqueue: Callable[[PodInfo], Rejection | None] | None = None
         self.nominator = Nominator()
         self._active: SortedList = SortedList()
         self._backoff: SortedList = SortedList()
@@ -173,9 +188,23 @@ class PriorityQueue:
         self._infos[qpi.pod.key] = qpi
         self._incoming(GATED_Q, event)
 
-    def gated_by(self, pod: PodInfo) -> str | None:
-        """Why a PreEnqueue plugin keeps ``pod`` out of the queue, or None."""
+    def gated_by(self, pod: PodInfo) -> Rejection | None:
+        """The status of the PreEnqueue plugin that keeps ``pod`` out of the queue, or None."""
         return None if self.pre_enqueue is None else self.pre_enqueue(pod)
+
+    def _release_if_ungated(self, qpi: QueuedPodInfo, event: str) -> bool:
+        """Run PreEnqueue again for a gated pod: to activeQ if every plugin lets it in (True),
+        else it stays gated, remembering the plugin that keeps it out now."""
+        st = self.gated_by(qpi.pod)
+        if st is not None:
+            qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+            return False
+        self._detach(qpi.pod.key)
+        qpi.unschedulable_plugins = set()
+        self._push_active(qpi, event)
+        if qpi.pod.nominated_node_name:
+            self.nominator.add_nominated_pod(qpi.pod, qpi.pod.nominated_node_name)
+        return True
 
     def _detach(self, key: str) -> QueuedPodInfo | None:
         where = self._where.pop(key, None)
@@ -196,12 +225,23 @@ class PriorityQueue:
             del self._in_flight[key]
         return qpi
 
+    def _enter_active(self, qpi: QueuedPodInfo, event: str) -> None:
+        """Upstream's moveToActiveQ: the PreEnqueue checks run each time a pod would enter
+        activeQ; one that keeps it out sends it to the gated set (without its nomination)."""
+        st = self.gated_by(qpi.pod)
+        if st is None:
+            self._push_active(qpi, event)
+            return
+        qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+        self.nominator.delete_nominated_pod_if_exists(qpi.pod.key)
+        self._push_gated(qpi, event)
+
     def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
-        """To backoffQ if still backing off, else activeQ."""
+        """To backoffQ if still backing off, else activeQ (through PreEnqueue)."""
         if self.is_backing_off(qpi):
             self._push_backoff(qpi, event)
         else:
-            self._push_active(qpi, event)
+            self._enter_active(qpi, event)
 
     # ------------------------------------------------------------------ backoff
     def backoff_duration(self, attempts: int) -> float:
@@ -231,7 +271,9 @@ class PriorityQueue:
             seq=next(self._seq),
             enqueued_at=self.clock.now(),
         )
-        if self.gated_by(pod) is not None:
+        st = self.gated_by(pod)
+        if st is not None:
+            qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
             self._push_gated(qpi, EVENT_POD_ADD)
             return
         self._push_active(qpi, EVENT_POD_ADD)
@@ -249,11 +291,7 @@ class PriorityQueue:
         old = qpi.pod
         if where == GATED_Q:
             qpi.pod = pod
-            if self.gated_by(pod) is None:  # the last gate is gone
-                self._detach(key)
-                self._push_active(qpi, EVENT_POD_UPDATE)
-                if pod.nominated_node_name:
-                    self.nominator.add_nominated_pod(pod, pod.nominated_node_name)
+            self._release_if_ungated(qpi, EVENT_POD_UPDATE)  # e.g. the last gate is gone
             return
         self.nominator.update_nominated_pod(old, pod)
         spec_changed = _scheduling_relevant(old) != _scheduling_relevant(pod)
@@ -358,7 +396,7 @@ class PriorityQueue:
             key = self._backoff[0][2]
             qpi = self._detach(key)
             assert qpi is not None
-            self._push_active(qpi, EVENT_BACKOFF_COMPLETE)
+            self._enter_active(qpi, EVENT_BACKOFF_COMPLETE)
             moved += 1
         return moved
 
@@ -406,6 +444,15 @@ class PriorityQueue:
                 self._detach(qpi.pod.key)
                 self._requeue(qpi, event.name)
                 moved += 1
+        if self._gated:
+            # Only the gating plugin's own hints re-run PreEnqueue (upstream's gated pods).
+            for qpi in list(self._gated.values()):
+                if (
+                    qpi.unschedulable_plugins
+                    and self._hint_says_queue(qpi, event, old, new)
+                    and self._release_if_ungated(qpi, event.name)
+                ):
+                    moved += 1
         return moved
 
     def activate(self, keys: Iterable[str]) -> None:
@@ -414,7 +461,7 @@ class PriorityQueue:
             if self._where.get(key) in (BACKOFF_Q, UNSCHEDULABLE_Q):
                 qpi = self._detach(key)
                 assert qpi is not None
-                self._push_active(qpi, EVENT_FORCE_ACTIVATE)
+                self._enter_active(qpi, EVENT_FORCE_ACTIVATE)
 
     # ------------------------------------------------------------------ introspection
     def pending_pods(self) -> dict[str, list[PodInfo]]:
@@ -462,7 +509,9 @@ class PriorityQueue:
             seen[key] = UNSCHEDULABLE_Q
         for key, q in self._gated.items():
             assert key not in seen, f"{key} in two sub-queues"
-            assert self.gated_by(q.pod) is not None, f"{key} gated but passes PreEnqueue"
+            # Not "PreEnqueue still rejects it": a plugin's verdict may depend on the world,
+            # which may change before the event its hints wait for (as upstream).
+            assert len(q.unschedulable_plugins) <= 1, f"gated {key}: one gating plugin at most"
             assert self.nominator.nominated_node(key) is None, f"gated {key} is nominated"
             seen[key] = GATED_Q
         for key in self._in_flight:

@@ -21,6 +21,7 @@ from scheduler.framework.plugins.noderesources.balanced_allocation import Balanc
 from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit, ResourceSpec
 from scheduler.framework.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
+from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.preemption import Evaluator, PreemptionActions
 from scheduler.framework.runtime import Framework
@@ -58,6 +59,7 @@ def build_framework(
         InterPodAffinity(namespace_labels=namespace_labels),
         BalancedAllocation(resources),
         ImageLocality(),
+        SchedulingGates(),
     ]
     # Out-of-tree plugins (docs/plugins.md): a fresh instance per framework, guarded so that
     # an exception becomes an Error for that pod, never a stopped scheduler.
@@ -69,6 +71,7 @@ def build_framework(
         filters=config.filters,
         scores=config.scores,
         post_filters=config.post_filters,
+        pre_enqueue=config.pre_enqueue,
         nominator=nominator,
     )
     evaluator = Evaluator(fw, snapshot, config.preemption, pdbs, actions, rng)

@@ -19,13 +19,19 @@ from scheduler.backend.queue import (
     QueuedPodInfo,
 )
 from scheduler.clock import FakeClock
-from scheduler.framework.interface import ClusterEvent, EventRegistration
+from scheduler.framework.interface import (
+    ClusterEvent,
+    EventRegistration,
+    QueueingHint,
+    Status,
+)
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.nodeaffinity import NodeAffinity
 from scheduler.framework.plugins.nodename import NodeName
 from scheduler.framework.plugins.nodeports import NodePorts
 from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit
 from scheduler.framework.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.types import PodInfo
 from tests.builders import make_node, make_pod
@@ -579,12 +585,9 @@ def test_queue_follows_nominations(q: PriorityQueue) -> None:
 # --------------------------------------------------------------------------- PreEnqueue
 
 
-def _gates(pod: PodInfo) -> str | None:
-    return (
-        f"waiting for scheduling gates: {list(pod.scheduling_gates)}"
-        if pod.scheduling_gates
-        else None
-    )
+def _gates(pod: PodInfo) -> Status | None:
+    st = SchedulingGates().pre_enqueue(pod)
+    return None if st.is_success() else st
 
 
 def test_a_gated_pod_waits_in_the_gated_set_until_its_last_gate_goes(
@@ -619,3 +622,104 @@ def test_a_gated_pod_can_be_deleted(q: PriorityQueue) -> None:
     q.add(replace(pod("g"), scheduling_gates=("a",)))
     assert q.delete("default/g") and not q.contains("default/g")
     q.check_invariants()
+
+
+def _quota(pod: PodInfo, allowed: set[str]) -> Status | None:
+    """A PreEnqueue check in the manner of a Python plugin: a pod waits until its namespace
+    is allowed (what the test's ``allowed`` set says), after the SchedulingGates check."""
+    gated = _gates(pod)
+    if gated is not None:
+        return gated
+    if pod.namespace in allowed:
+        return None
+    return Status.unresolvable(f"namespace {pod.namespace} over quota", plugin="Quota")
+
+
+def test_a_plugin_gated_pod_is_released_by_an_event_its_plugin_queues_for(
+    clock: FakeClock,
+) -> None:
+    """Upstream's gated pods: a cluster event re-runs PreEnqueue for the pods whose gating
+    plugin's queueing hint says QUEUE, and only for those."""
+    from dataclasses import replace
+
+    allowed: set[str] = set()
+    seen: list[tuple[Any, Any]] = []
+
+    def quota_hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        seen.append((pod.key, new))
+        return QueueingHint.QUEUE if new == "quota-freed" else QueueingHint.SKIP
+
+    hints = {**HINTS, "Quota": [EventRegistration(ClusterEvent("PDB", "Update"), quota_hint)]}
+    q = Checked(PriorityQueue(clock, hints=hints))
+    q.q.pre_enqueue = lambda pod: _quota(pod, allowed)
+    q.add(pod("a"))
+    q.add(replace(pod("b"), scheduling_gates=("x",)))
+    assert q.where("default/a") == GATED_Q and q.where("default/b") == GATED_Q
+    assert q.get("default/a").unschedulable_plugins == {"Quota"}
+    assert q.get("default/b").unschedulable_plugins == {names.SCHEDULING_GATES}
+    # An event the plugin does not register for never reaches its hint.
+    q.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"), None, None)
+    assert seen == [] and q.where("default/a") == GATED_Q
+    # Its hint says SKIP: still gated, PreEnqueue not run again.
+    allowed.add("default")
+    q.move_all_to_active_or_backoff(ClusterEvent("PDB", "Update"), None, "other")
+    assert seen == [("default/a", "other")] and q.where("default/a") == GATED_Q
+    # QUEUE: PreEnqueue runs again and lets it in; the SchedulingGates pod stays.
+    assert q.move_all_to_active_or_backoff(ClusterEvent("PDB", "Update"), None, "quota-freed") == 1
+    assert q.where("default/a") == ACTIVE_Q and q.get("default/a").unschedulable_plugins == set()
+    assert q.where("default/b") == GATED_Q
+    q.check_invariants()
+
+
+def test_a_plugin_gated_pod_stays_gated_when_the_rerun_still_rejects_it(
+    clock: FakeClock,
+) -> None:
+    calls: list[str] = []
+
+    def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        return QueueingHint.QUEUE
+
+    def check(p: PodInfo) -> Status | None:
+        calls.append(p.key)
+        return Status.unresolvable("still no", plugin="Quota" if len(calls) < 2 else "Other")
+
+    hints = {**HINTS, "Quota": [EventRegistration(ClusterEvent("Node", "Add"), hint)]}
+    q = PriorityQueue(clock, hints=hints)  # not Checked: its invariant check runs PreEnqueue
+    q.pre_enqueue = check
+    q.add(pod("a"))
+    assert q.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"), None, None) == 0
+    assert calls == ["default/a", "default/a"]
+    # The plugin that rejects it now is the one whose hints count from here on.
+    assert q.where("default/a") == GATED_Q and q.get("default/a").unschedulable_plugins == {"Other"}
+    q.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"), None, None)
+    assert calls == ["default/a", "default/a"]
+    q.check_invariants()
+    assert q.where("default/a") == GATED_Q
+
+
+def test_a_pod_a_plugin_rejects_on_its_way_back_to_active_is_gated_without_its_nomination(
+    clock: FakeClock,
+) -> None:
+    """PreEnqueue runs whenever a pod would enter activeQ (upstream's moveToActiveQ), not only
+    when it is added: after a failure, a backoff flush, an event or an activation."""
+    from dataclasses import replace
+
+    allowed = {"default"}
+    q = Checked(PriorityQueue(clock, hints=HINTS))
+    q.q.pre_enqueue = lambda pod: _quota(pod, allowed)
+    q.add(replace(pod("a"), nominated_node_name="n1"))
+    q.add(pod("b"))
+    qa, qb = pop(q, "default/a"), pop(q, "default/b")
+    assert q.nominator.nominated_node("default/a") == "n1"
+    qa.errored = True  # an error: back through backoffQ
+    q.add_unschedulable_if_not_present(qa)
+    qb.unschedulable_plugins = {names.NODE_RESOURCES_FIT}
+    q.add_unschedulable_if_not_present(qb)
+    allowed.clear()  # the plugin now keeps every pod of the namespace out
+    clock.step(11)
+    assert q.flush_backoff_completed() == 1
+    assert q.where("default/a") == GATED_Q and q.get("default/a").unschedulable_plugins == {"Quota"}
+    assert q.nominator.nominated_node("default/a") is None
+    q.activate(["default/b"])
+    assert q.where("default/b") == GATED_Q
+    assert q.pop() is None

@@ -7,13 +7,22 @@ import random
 import sys
 import types
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from scheduler.clock import FakeClock
 from scheduler.config import ConfigError, parse_config
-from scheduler.plugins import SUCCESS, CycleState, NodeInfo, PodInfo, Status
+from scheduler.plugins import (
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    NodeInfo,
+    PodInfo,
+    QueueingHint,
+    Status,
+)
 from scheduler.schedule_one import SchedulerCore
 from tests.builders import make_node, make_pod
 from tests.unit.fakes import RecordingBinder, RecordingRecorder
@@ -181,3 +190,105 @@ def test_ordered_score_funcs_replace_pick_one_criteria(prefer: str) -> None:
     core.on_pod_add(make_pod("high").req(cpu="1").priority(100).info())
     r = core.schedule_one()
     assert r is not None and r.outcome == "preempting" and r.node == prefer
+
+
+class Quota:
+    """PreEnqueue: pods of namespaces over their quota wait gated; a PDB event (standing in
+    for whatever the quota watches) makes its hint queue them for another check. ``over``
+    is the set of namespaces over quota, shared with the test."""
+
+    name = "Quota"
+    over: ClassVar[set[str]] = set()
+    checks: ClassVar[list[str]] = []
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        pass
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        Quota.checks.append(pod.name)
+        if pod.name == "explode":
+            raise RuntimeError("quota service down")
+        if pod.namespace in Quota.over:
+            return Status.unresolvable(f"namespace {pod.namespace} is over quota")
+        return SUCCESS
+
+    def events_to_register(self) -> list[EventRegistration]:
+        return [
+            EventRegistration(
+                ClusterEvent("PDB", "Update"), lambda pod, old, new: QueueingHint.QUEUE
+            )
+        ]
+
+
+@pytest.fixture
+def quota_core() -> Iterator[tuple[SchedulerCore, RecordingRecorder]]:
+    mod = types.ModuleType("quota_plugin")
+    mod.Quota = Quota  # type: ignore[attr-defined]
+    sys.modules["quota_plugin"] = mod
+    Quota.over, Quota.checks = {"team-a"}, []
+    raw = {
+        "pluginModules": {"Quota": "quota_plugin:Quota"},
+        "profiles": [{"plugins": {"preEnqueue": {"enabled": [{"name": "Quota"}]}}}],
+    }
+    cfg = parse_config(raw, "sched.yaml")
+    assert cfg.pre_enqueue == ("SchedulingGates", "Quota") and "Quota" not in cfg.filters
+    recorder = RecordingRecorder()
+    core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), recorder, rng=random.Random(0))
+    core.on_node_add(make_node("n1").record())
+    yield core, recorder
+    del sys.modules["quota_plugin"]
+
+
+def test_a_pre_enqueue_plugin_keeps_pods_out_until_its_hint_queues_them(
+    quota_core: tuple[SchedulerCore, RecordingRecorder],
+) -> None:
+    core, recorder = quota_core
+    core.on_pod_add(make_pod("a").namespace("team-a").req(cpu="1").info())
+    core.on_pod_add(make_pod("b").namespace("team-b").req(cpu="1").info())
+    gated = core.queue.pending_pods()["gated"]
+    assert [p.name for p in gated] == ["a"]
+    b = core.schedule_one()
+    assert b is not None and b.pod.name == "b" and b.outcome == "assumed"
+    assert core.schedule_one() is None  # "a" never runs Filter: no event, no failure
+    assert recorder.failed_calls == []
+    Quota.over.clear()
+    core.queue.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"), None, None)
+    assert core.schedule_one() is None  # not an event the plugin registered for
+    core.queue.move_all_to_active_or_backoff(ClusterEvent("PDB", "Update"), None, None)
+    a = core.schedule_one()
+    assert a is not None and a.pod.name == "a" and a.outcome == "assumed"
+
+
+def test_a_pre_enqueue_plugin_that_raises_keeps_the_pod_gated_and_the_scheduler_going(
+    quota_core: tuple[SchedulerCore, RecordingRecorder],
+) -> None:
+    core, _ = quota_core
+    core.on_pod_add(make_pod("explode").namespace("team-b").req(cpu="1").info())
+    core.on_pod_add(make_pod("fine").namespace("team-b").req(cpu="1").info())
+    st = core.queue.gated_by(make_pod("explode").namespace("team-b").info())
+    assert st is not None and st.plugin == "Quota"
+    assert "PreEnqueue plugin Quota raised RuntimeError: quota service down" in st.message()
+    assert [p.name for p in core.queue.pending_pods()["gated"]] == ["explode"]
+    fine = core.schedule_one()
+    assert fine is not None and fine.pod.name == "fine" and fine.outcome == "assumed"
+
+
+def test_pre_enqueue_plugins_join_through_multipoint_and_run_after_scheduling_gates() -> None:
+    mod = types.ModuleType("quota_plugin")
+    mod.Quota = Quota  # type: ignore[attr-defined]
+    sys.modules["quota_plugin"] = mod
+    try:
+        raw = {
+            "pluginModules": {"Quota": "quota_plugin:Quota"},
+            "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Quota"}]}}}],
+        }
+        cfg = parse_config(raw, "sched.yaml")
+        assert cfg.pre_enqueue == ("SchedulingGates", "Quota")
+        Quota.over, Quota.checks = set(), []
+        core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), RecordingRecorder())
+        core.on_pod_add(make_pod("g").gates("example.com/x").info())
+        st = core.queue.gated_by(make_pod("g").gates("example.com/x").info())
+        assert st is not None and st.plugin == "SchedulingGates"
+        assert Quota.checks == []  # the first plugin that keeps a pod out ends the checks
+    finally:
+        del sys.modules["quota_plugin"]

@@ -402,6 +402,13 @@ def explain(
         out.notes.append(f"the pod has finished (phase {pod.phase}); nothing to schedule")
     elif pod.terminating:
         out.notes.append("the pod is being deleted; the scheduler leaves it alone")
+    gate = None if pod.node_name else core.framework.run_pre_enqueue(pod)
+    if gate is not None:
+        out.notes.append(
+            f"PreEnqueue plugin {gate.plugin} keeps the pod out of the scheduling queue "
+            f"({gate.message()}): no cycle runs for it until an update, or an event that "
+            "plugin's queueing hints accept, lets it in; below, what it would meet then"
+        )
     if pod.node_name:
         out.notes.append(
             f"the pod is taken off {pod.node_name} for the comparison: the verdicts and "

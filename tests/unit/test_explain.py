@@ -500,3 +500,11 @@ def test_default_spreading_scores_come_from_the_listed_replicasets_and_services(
     with_rs = spread(rs)
     assert with_rs["n2"] > with_rs["n1"]  # type: ignore[operator]
     assert spread() == {"n1": None, "n2": None}  # nothing selects the peers: PTS skips
+
+
+def test_a_gated_pod_is_explained_as_kept_out_of_the_queue() -> None:
+    c = Cluster(node("n1").obj(), make_pod("g").req(cpu="1").gates("example.com/quota").obj())
+    e = c.explain("default/g")
+    note = next(n for n in e.notes if n.startswith("PreEnqueue plugin SchedulingGates"))
+    assert "waiting for scheduling gates: [example.com/quota]" in note
+    assert verdicts(e)["n1"][0]  # and what it would meet once let in

@@ -41,7 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
-from scheduler.backend.queue import BACKOFF_Q, UNSCHEDULABLE_Q
+from scheduler.backend.queue import BACKOFF_Q, GATED_Q, UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
 from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.decode import Document, InputError, ObjectDecoder, load_documents
@@ -317,6 +317,7 @@ class _Simulation:
             result = self.core.schedule_one()
             if result is None:
                 if not self._retry_waiting():
+                    self._report_gated()
                     return
                 continue
             key = result.pod.key
@@ -327,6 +328,22 @@ class _Simulation:
             self._apply_binds()
             self._apply_preemptions()
         raise RuntimeError(f"simulation did not settle after {limit} cycles")
+
+    def _report_gated(self) -> None:
+        """One "gated" decision per pod a PreEnqueue plugin still keeps out of the queue at
+        the end (they never ran a cycle), naming the plugin and its message."""
+        queue = self.core.queue
+        for pod in queue.pending_pods()[GATED_Q]:
+            st = queue.gated_by(pod)
+            if st is not None:
+                self.decisions.append(
+                    {
+                        "pod": pod.key,
+                        "outcome": "gated",
+                        "plugin": st.plugin,
+                        "message": st.message(),
+                    }
+                )
 
     def _retry_waiting(self) -> bool:
         waiting = self.core.queue.pending_pods()

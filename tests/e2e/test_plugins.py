@@ -1,7 +1,8 @@
 """Out-of-tree Python plugins in the live scheduler, against the real API server: the
 example LabelPolicy (examples/plugins/labelpolicy), loaded through ``pluginModules``, keeps
-pods off nodes labelled for maintenance and prefers SSD nodes; a PreEnqueue plugin holds
-pods out of the queue until an update lets them in."""
+pods off nodes labelled for maintenance and prefers SSD nodes; the example Approval
+(examples/plugins/approval), a PreEnqueue plugin, holds pods out of the queue until an
+update approves them."""
 
 from __future__ import annotations
 
@@ -46,36 +47,42 @@ def test_the_example_plugin_filters_and_scores_live(kit: Kit, spawn_scheduler: A
     assert kit.wait_bound("big") == plain
 
 
-PLUGINS = REPO_ROOT / "tests" / "e2e" / "plugins"
+APPROVAL = REPO_ROOT / "examples" / "plugins" / "approval"
 
 
-def test_a_python_pre_enqueue_plugin_holds_pods_until_an_update_lets_them_in(
+def test_the_example_pre_enqueue_plugin_holds_pods_until_they_are_approved(
     kit: Kit, spawn_scheduler: Any
 ) -> None:
-    """HoldLabel (tests/e2e/plugins, loaded through ``pluginModules``) keeps pods labelled
-    hold=true out of the queue although the node has room: they never run Filter (no
-    FailedScheduling event), and are bound once an update removes the label."""
-    name = f"hold-{kit.ns}"
+    """The example Approval plugin (examples/plugins/approval, a PreEnqueue plugin loaded
+    through ``pluginModules``) keeps this namespace's unapproved pods out of the queue
+    although the node has room: they run no Filter (no FailedScheduling event) and are
+    bound once an update adds the label."""
+    name = f"approval-{kit.ns}"
     sched = spawn_scheduler(
         name=name,
         config={
-            "pluginModules": {"HoldLabel": "holdlabel:HoldLabel"},
-            "profiles": [{"plugins": {"preEnqueue": {"enabled": [{"name": "HoldLabel"}]}}}],
+            "pluginModules": {"Approval": "approval:Approval"},
+            "profiles": [
+                {
+                    "plugins": {"preEnqueue": {"enabled": [{"name": "Approval"}]}},
+                    "pluginConfig": [{"name": "Approval", "args": {"namespaces": [kit.ns]}}],
+                }
+            ],
         },
-        extra_env={"PYTHONPATH": os.pathsep.join([str(PLUGINS), str(REPO_ROOT)])},
+        extra_env={"PYTHONPATH": os.pathsep.join([str(APPROVAL), str(REPO_ROOT)])},
     )
     kit.nodes(1, cpu="2")
-    kit.create("free", cpu="1", scheduler=name)
-    kit.wait_bound("free")
-    kit.create("held", cpu="1", scheduler=name, labels={"hold": "true"})
+    kit.create("approved", cpu="1", scheduler=name, labels={"approved": "true"})
+    kit.wait_bound("approved")
+    kit.create("waiting", cpu="1", scheduler=name)
     wait_for(
         lambda: sched.metric("scheduler_pending_pods", {"queue": "gated"}) == 1,
         15,
-        "the held pod in the gated set",
+        "the unapproved pod in the gated set",
     )
     settle(3)
-    assert not kit.node_of("held")
-    assert not kit.events("held", reason="FailedScheduling")
-    kit.core.patch_namespaced_pod("held", kit.ns, {"metadata": {"labels": {"hold": None}}})
-    kit.wait_bound("held")
+    assert not kit.node_of("waiting")
+    assert not kit.events("waiting", reason="FailedScheduling")
+    kit.core.patch_namespaced_pod("waiting", kit.ns, {"metadata": {"labels": {"approved": "true"}}})
+    kit.wait_bound("waiting")
     assert sched.metric("scheduler_pending_pods", {"queue": "gated"}) == 0

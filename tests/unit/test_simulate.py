@@ -132,6 +132,21 @@ def test_preemption_nominates_deletes_victims_at_once_then_binds(sim: Any) -> No
     assert r.json["evicted"] == ["default/low-2", "default/low-3"]
 
 
+def test_a_pod_with_scheduling_gates_is_reported_gated_after_the_cycles(sim: Any) -> None:
+    r = sim(node("n1"), pending("g").gates("example.com/x").obj(), pending("p").obj())
+    assert r.code == 0 and r.err == ""
+    assert r.json["decisions"] == [
+        {"pod": "default/p", "outcome": "scheduled", "node": "n1"},
+        {
+            "pod": "default/g",
+            "outcome": "gated",
+            "plugin": "SchedulingGates",
+            "message": "waiting for scheduling gates: [example.com/x]",
+        },
+    ]
+    assert r.json["placements"] == {"default/g": None, "default/p": "n1"}
+
+
 def test_unschedulable_message_is_the_failed_scheduling_text(sim: Any) -> None:
     r = sim(node("n1", cpu="1"), bound("big", "n1", cpu="1", priority=5), pending("p").obj())
     assert r.decisions == [

@@ -221,11 +221,18 @@ class Quota:
 
 
 @pytest.fixture
-def quota_core() -> Iterator[tuple[SchedulerCore, RecordingRecorder]]:
+def quota_module() -> Iterator[None]:
     mod = types.ModuleType("quota_plugin")
     mod.Quota = Quota  # type: ignore[attr-defined]
     sys.modules["quota_plugin"] = mod
-    Quota.over, Quota.checks = {"team-a"}, []
+    Quota.over, Quota.checks = set(), []
+    yield
+    del sys.modules["quota_plugin"]
+
+
+@pytest.fixture
+def quota_core(quota_module: None) -> tuple[SchedulerCore, RecordingRecorder]:
+    Quota.over = {"team-a"}
     raw = {
         "pluginModules": {"Quota": "quota_plugin:Quota"},
         "profiles": [{"plugins": {"preEnqueue": {"enabled": [{"name": "Quota"}]}}}],
@@ -235,8 +242,7 @@ def quota_core() -> Iterator[tuple[SchedulerCore, RecordingRecorder]]:
     recorder = RecordingRecorder()
     core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), recorder, rng=random.Random(0))
     core.on_node_add(make_node("n1").record())
-    yield core, recorder
-    del sys.modules["quota_plugin"]
+    return core, recorder
 
 
 def test_a_pre_enqueue_plugin_keeps_pods_out_until_its_hint_queues_them(
@@ -273,22 +279,17 @@ def test_a_pre_enqueue_plugin_that_raises_keeps_the_pod_gated_and_the_scheduler_
     assert fine is not None and fine.pod.name == "fine" and fine.outcome == "assumed"
 
 
-def test_pre_enqueue_plugins_join_through_multipoint_and_run_after_scheduling_gates() -> None:
-    mod = types.ModuleType("quota_plugin")
-    mod.Quota = Quota  # type: ignore[attr-defined]
-    sys.modules["quota_plugin"] = mod
-    try:
-        raw = {
-            "pluginModules": {"Quota": "quota_plugin:Quota"},
-            "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Quota"}]}}}],
-        }
-        cfg = parse_config(raw, "sched.yaml")
-        assert cfg.pre_enqueue == ("SchedulingGates", "Quota")
-        Quota.over, Quota.checks = set(), []
-        core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), RecordingRecorder())
-        core.on_pod_add(make_pod("g").gates("example.com/x").info())
-        st = core.queue.gated_by(make_pod("g").gates("example.com/x").info())
-        assert st is not None and st.plugin == "SchedulingGates"
-        assert Quota.checks == []  # the first plugin that keeps a pod out ends the checks
-    finally:
-        del sys.modules["quota_plugin"]
+def test_pre_enqueue_plugins_join_through_multipoint_and_run_after_scheduling_gates(
+    quota_module: None,
+) -> None:
+    raw = {
+        "pluginModules": {"Quota": "quota_plugin:Quota"},
+        "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Quota"}]}}}],
+    }
+    cfg = parse_config(raw, "sched.yaml")
+    assert cfg.pre_enqueue == ("SchedulingGates", "Quota")
+    core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), RecordingRecorder())
+    core.on_pod_add(make_pod("g").gates("example.com/x").info())
+    st = core.queue.gated_by(make_pod("g").gates("example.com/x").info())
+    assert st is not None and st.plugin == "SchedulingGates"
+    assert Quota.checks == []  # the first plugin that keeps a pod out ends the checks

@@ -406,8 +406,9 @@ def explain(
     if gate is not None:
         out.notes.append(
             f"PreEnqueue plugin {gate.plugin} keeps the pod out of the scheduling queue "
-            f"({gate.message()}): no cycle runs for it until an update, or an event that "
-            "plugin's queueing hints accept, lets it in; below, what it would meet then"
+            f"({gate.message()}): no cycle runs for it until an update, an event that "
+            "plugin's queueing hints accept, or the 5-minute re-check lets it in; below, what "
+            "it would meet then"
         )
     if pod.node_name:
         out.notes.append(

@@ -21,9 +21,9 @@ preemption, and are not counted as nominated. As upstream's moveToActiveQ, the P
 checks run whenever a pod would enter activeQ (added, flushed from backoff, moved by an
 event, activated), so a plugin may also gate a pod that failed before. Each gated pod
 remembers the plugin that keeps it out; an update of the pod, or a cluster event that
-plugin's queueing hints accept, runs the checks again, and when every one passes (e.g. the
-last gate removed) the pod moves to activeQ. SchedulingGates registers no events: only an
-update releases its pods.
+plugin's queueing hints accept, runs the checks again, and so does the left-over flush
+for pods gated longer than ``max_unschedulable_duration``; when every one passes (e.g. the
+last gate removed) the pod moves to activeQ.
 
 A pod popped for a cycle is "in flight". Events that arrive while pods are in flight are
 remembered, and so is a scheduling-relevant update of the pod itself, so that a pod that
@@ -93,6 +93,7 @@ class QueuedPodInfo:
     _in_flight_since: int = 0
     _updated_in_flight: bool = False
     _deleted_in_flight: bool = False  # deleted during its cycle: its failure is dropped
+    _gated_at: float = 0.0  # when PreEnqueue last kept it out (the left-over flush's clock)
 
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
@@ -183,6 +184,7 @@ class PriorityQueue:
         self._incoming(UNSCHEDULABLE_Q, event)
 
     def _push_gated(self, qpi: QueuedPodInfo, event: str) -> None:
+        qpi._gated_at = self.clock.now()
         self._gated[qpi.pod.key] = qpi
         self._where[qpi.pod.key] = GATED_Q
         self._infos[qpi.pod.key] = qpi
@@ -198,6 +200,7 @@ class PriorityQueue:
         st = self.gated_by(qpi.pod)
         if st is not None:
             qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+            qpi._gated_at = self.clock.now()
             return False
         self._detach(qpi.pod.key)
         qpi.unschedulable_plugins = set()
@@ -401,17 +404,20 @@ class PriorityQueue:
         return moved
 
     def flush_unschedulable_left_over(self) -> int:
-        """Retry pods that sat in the unschedulable map longer than the limit (5 min)."""
+        """Retry pods that sat in the unschedulable map longer than the limit (5 min), and
+        run PreEnqueue again for pods gated that long (upstream's flush is a wildcard event,
+        which re-evaluates gated pods too: a plugin whose hints miss the change that lets a
+        pod in, or that has none, does not strand it). Returns the pods moved."""
         now = self.clock.now()
-        stale = [
-            q
-            for q in self._unschedulable.values()
-            if now - q.timestamp >= self.max_unschedulable_duration
-        ]
+        limit = self.max_unschedulable_duration
+        stale = [q for q in self._unschedulable.values() if now - q.timestamp >= limit]
         for q in stale:
             self._detach(q.pod.key)
             self._requeue(q, EVENT_UNSCHEDULABLE_TIMEOUT)
-        return len(stale)
+        moved = len(stale)
+        for q in [q for q in self._gated.values() if now - q._gated_at >= limit]:
+            moved += int(self._release_if_ungated(q, EVENT_UNSCHEDULABLE_TIMEOUT))
+        return moved
 
     def next_backoff_expiry(self) -> float | None:
         return self._backoff[0][0] if self._backoff else None

@@ -723,3 +723,36 @@ def test_a_pod_a_plugin_rejects_on_its_way_back_to_active_is_gated_without_its_n
     q.activate(["default/b"])
     assert q.where("default/b") == GATED_Q
     assert q.pop() is None
+
+
+def test_the_left_over_flush_runs_pre_enqueue_again_for_pods_gated_that_long(
+    clock: FakeClock,
+) -> None:
+    """Upstream's flush is a wildcard event: it re-evaluates gated pods too, so a plugin with
+    no hint for what changed does not strand its pods. Checked once per period, not per
+    flush."""
+    allowed: set[str] = set()
+    checks: list[str] = []
+
+    def check(p: PodInfo) -> Status | None:
+        checks.append(p.key)
+        return _quota(p, allowed)
+
+    q = PriorityQueue(clock, hints=HINTS, max_unschedulable_duration=300)
+    q.pre_enqueue = check
+    q.add(pod("a"))
+    q.add(pod("b"))
+    assert checks == ["default/a", "default/b"]
+    clock.step(299)
+    assert q.flush_unschedulable_left_over() == 0 and len(checks) == 2
+    clock.step(1)
+    assert q.flush_unschedulable_left_over() == 0  # checked again, still over quota
+    assert checks[2:] == ["default/a", "default/b"]
+    clock.step(1)
+    q.flush_unschedulable_left_over()
+    assert len(checks) == 4  # not again until another period has passed
+    allowed.add("default")
+    clock.step(299)
+    assert q.flush_unschedulable_left_over() == 2
+    assert q.where("default/a") == ACTIVE_Q and q.where("default/b") == ACTIVE_Q
+    q.check_invariants()

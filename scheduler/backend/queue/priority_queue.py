@@ -183,8 +183,14 @@ class PriorityQueue:
         self._infos[qpi.pod.key] = qpi
         self._incoming(UNSCHEDULABLE_Q, event)
 
-    def _push_gated(self, qpi: QueuedPodInfo, event: str) -> None:
+    def _remember_gate(self, qpi: QueuedPodInfo, st: Rejection) -> None:
+        """A PreEnqueue check kept the pod out: its gating plugin (whose hints may release
+        it) and when (the left-over flush's clock)."""
+        qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
         qpi._gated_at = self.clock.now()
+
+    def _push_gated(self, qpi: QueuedPodInfo, st: Rejection, event: str) -> None:
+        self._remember_gate(qpi, st)
         self._gated[qpi.pod.key] = qpi
         self._where[qpi.pod.key] = GATED_Q
         self._infos[qpi.pod.key] = qpi
@@ -199,8 +205,7 @@ class PriorityQueue:
         else it stays gated, remembering the plugin that keeps it out now."""
         st = self.gated_by(qpi.pod)
         if st is not None:
-            qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
-            qpi._gated_at = self.clock.now()
+            self._remember_gate(qpi, st)
             return False
         self._detach(qpi.pod.key)
         qpi.unschedulable_plugins = set()
@@ -235,9 +240,8 @@ class PriorityQueue:
         if st is None:
             self._push_active(qpi, event)
             return
-        qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
         self.nominator.delete_nominated_pod_if_exists(qpi.pod.key)
-        self._push_gated(qpi, event)
+        self._push_gated(qpi, st, event)
 
     def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
         """To backoffQ if still backing off, else activeQ (through PreEnqueue)."""
@@ -276,8 +280,7 @@ class PriorityQueue:
         )
         st = self.gated_by(pod)
         if st is not None:
-            qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
-            self._push_gated(qpi, EVENT_POD_ADD)
+            self._push_gated(qpi, st, EVENT_POD_ADD)
             return
         self._push_active(qpi, EVENT_POD_ADD)
         if pod.nominated_node_name:

@@ -31,6 +31,7 @@ import fcntl
 import hashlib
 import json
 import os
+import random
 import re
 import shutil
 import signal
@@ -73,6 +74,9 @@ PORT_ENV = {
     "kube-controller-manager": "PY_SCHEDULER_KCM_PORT",
     "kwok": "PY_SCHEDULER_KWOK_PORT",
 }
+
+# Components whose port nothing but our readiness check talks to: a restart may move them.
+MOVABLE_PORTS = ("kube-controller-manager", "kwok")
 
 LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -219,8 +223,33 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for the local ports of outgoing connections (Linux), else IANA's."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 49152, 65535
+
+
 def pick_free_port(avoid: set[int] | None = None) -> int:
+    """A free loopback port below the ephemeral range when there is room (10000 and up).
+
+    A component's port must stay its own while the component restarts: a port from the
+    ephemeral range can be taken in between as the local end of any outgoing connection
+    (the clients reconnecting to a restarted API server make many), and the restart then
+    fails with the port in use. Ports below the range are only ever bound on purpose."""
     avoid = avoid or set()
+    low, high = _ephemeral_range()
+    candidates = (
+        [p for p in range(10000, low) if p not in avoid]
+        if low > 10000 + 1000
+        else [p for p in range(high + 1, 65536) if p not in avoid]
+    )
+    rng = random.Random()
+    for port in rng.sample(candidates, min(200, len(candidates))):
+        if port_is_free(port):
+            return port
     for _ in range(100):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind((LOOPBACK, 0))
@@ -228,6 +257,19 @@ def pick_free_port(avoid: set[int] | None = None) -> int:
         if port not in avoid:
             return port
     raise ClusterError("could not find a free port on 127.0.0.1")
+
+
+def _port_holders(port: int) -> str:
+    """The sockets on a loopback port as ``ss`` lists them (with their processes when it may
+    say), for an error message; empty when ``ss`` is missing."""
+    try:
+        out = subprocess.run(
+            ["ss", "-Htanp"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [" ".join(line.split()) for line in out.splitlines() if f":{port} " in line]
+    return "".join(f"\n  {line}" for line in lines[:10])
 
 
 def _port_owner(key: str) -> str:
@@ -1401,7 +1443,9 @@ class LocalCluster:
         for label, port in component.ports.items():
             if not port_is_free(port):
                 key = "etcd-peer" if (name, label) == ("etcd", "peer") else name
-                raise ClusterError(f"{name}: {_port_label(key, port)} is in use")
+                raise ClusterError(
+                    f"{name}: {_port_label(key, port)} is in use{_port_holders(port)}"
+                )
         env = dict(self.env)
         env.update(component.env or {})
         with open(log_path, "ab") as log_file:
@@ -1482,15 +1526,34 @@ class LocalCluster:
             state = self.read_state()
             if state is None:
                 raise ClusterError(f"no cluster in {self.state_dir}")
-            components = {
-                c.name: c for c in self._components(Path(state["bin_dir"]), state["ports"])
-            }
+            bin_dir = Path(state["bin_dir"])
+            components = {c.name: c for c in self._components(bin_dir, state["ports"])}
             if name not in components or name not in (state.get("components") or {}):
                 raise ClusterError(f"unknown component {name!r}; have {sorted(components)}")
             self._stop({"components": {name: state["components"][name]}})
             log(f"stopped {name} for a restart")
             time.sleep(down_seconds)
-            self._launch(components[name], state)
+            component = components[name]
+            if self._move_port_if_taken(name, state):
+                component = {c.name: c for c in self._components(bin_dir, state["ports"])}[name]
+            self._launch(component, state)
+
+    def _move_port_if_taken(self, name: str, state: dict[str, Any]) -> bool:
+        """A component whose port only our readiness check uses (kwok, the controller
+        manager) gets a new port when its old one cannot be bound again: the old process's
+        own connections can hold it in TIME-WAIT for a minute. A pinned port is never moved
+        (the launch then reports it in use). Returns whether the port moved."""
+        ports = state["ports"]
+        if name not in MOVABLE_PORTS or self.env.get(PORT_ENV[name], "").strip():
+            return False
+        old = int(ports[name])
+        if port_is_free(old):
+            return False
+        ports[name] = pick_free_port(set(ports.values()))
+        self._write_state(state)
+        log(f"{name}: port {LOOPBACK}:{old} is still held{_port_holders(old)}")
+        log(f"{name}: restarting on port {LOOPBACK}:{ports[name]} instead")
+        return True
 
     # down
     def down(self) -> None:

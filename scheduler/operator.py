@@ -148,6 +148,7 @@ async def run_operator(
         registry=sched.metrics.registry,
         tls=tls,
         guard=guard,
+        before_scrape=sched.refresh_gauges,
     )
     try:
         port = await server.start()

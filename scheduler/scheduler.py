@@ -158,11 +158,18 @@ class Scheduler:
         while not self._stopping:
             await asyncio.sleep(1.0)
             self.core.flush()
-            for q, n in self.core.queue.counts().items():
-                if q != "in_flight":
-                    self.metrics.pending_pods.labels(q).set(n)
-            self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin())
-            self.metrics.cache_pods.set(self.core.cache.pod_count())
+            self.refresh_gauges()
+
+    def refresh_gauges(self) -> None:
+        """Set the queue and cache gauges from the queue and cache as they are now. Called by
+        the flush loop and by the metrics server before each scrape (same event loop), so a
+        scrape reads the sizes of the moment, as upstream's gauges (moved on every queue
+        change) show them."""
+        for q, n in self.core.queue.counts().items():
+            if q != "in_flight":
+                self.metrics.pending_pods.labels(q).set(n)
+        self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin())
+        self.metrics.cache_pods.set(self.core.cache.pod_count())
 
     def _observe(self, result: CycleResult, seconds: float) -> None:
         outcome = result.outcome

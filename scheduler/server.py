@@ -36,6 +36,7 @@ class HealthServer:
         registry: CollectorRegistry,
         tls: ssl.SSLContext | None = None,
         guard: Guard | None = None,
+        before_scrape: Callable[[], None] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -44,6 +45,7 @@ class HealthServer:
         self.registry = registry
         self.tls = tls
         self.guard = guard
+        self.before_scrape = before_scrape
         self._runner: web.AppRunner | None = None
 
     async def _healthz(self, _: web.Request) -> web.Response:
@@ -57,6 +59,8 @@ class HealthServer:
         return web.Response(status=200 if ok else 503, text="ok" if ok else "caches not synced")
 
     async def _metrics(self, _: web.Request) -> web.Response:
+        if self.before_scrape is not None:
+            self.before_scrape()  # gauges read from live state (same loop: no lock needed)
         body = generate_latest(self.registry)
         return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 

@@ -356,3 +356,14 @@ def spawn_scheduler(
 def settle(seconds: float) -> None:
     """A deliberate pause before asserting that something did NOT happen."""
     time.sleep(seconds)
+
+
+def restart_api_server(cluster: Cluster, *, down_seconds: float = 0.0) -> None:
+    """Restart the local control plane's kube-apiserver, then kwok.
+
+    kwok (v0.8) can miss pods created after its watches were cut by an API-server restart
+    (it then never runs or deletes them, for good), so the fake kubelet restarts too, as a
+    node agent would reconnect; the scheduler under test is left alone."""
+    local = cluster.local
+    local.restart("kube-apiserver", down_seconds=down_seconds)
+    local.restart("kwok")

@@ -12,7 +12,7 @@ from kubernetes import client as k8s
 from kubernetes.client.rest import ApiException
 
 from tests.e2e.conftest import Cluster, wait_for
-from tests.e2e.kit import Kit, settle
+from tests.e2e.kit import Kit, restart_api_server, settle
 from tests.e2e.procs import SchedulerProcess, py_scheduler_command
 
 
@@ -86,7 +86,7 @@ def test_api_server_restart_while_pods_are_pending_the_scheduler_reconnects_and_
         30,
         "two pods bound, four pending",
     )
-    kit.cluster.local.restart("kube-apiserver", down_seconds=5)
+    restart_api_server(kit.cluster, down_seconds=5)
     assert sched.alive, "the scheduler must survive the API server going away"
     kit.nodes(2, cpu="1")  # room for the four pending pods, created after the restart
     for i in range(6):

@@ -116,3 +116,35 @@ def test_a_missing_or_unloadable_certificate_names_the_field_and_the_file(tmp_pa
     bad.write_text("not a certificate")
     with pytest.raises(CertError, match=r"secureServing.certFile/keyFile: .*cannot load"):
         server_context(cert_file=str(bad), key_file=str(bad), bind_address="")
+
+
+def test_metrics_are_refreshed_right_before_each_scrape() -> None:
+    """Gauges read from live state (the queue's sizes) are set by ``before_scrape`` on every
+    request of /metrics, so a scrape never reads a value older than itself."""
+    from prometheus_client import Gauge
+
+    registry = CollectorRegistry()
+    gauge = Gauge("queue_size", "a size read when scraped", registry=registry)
+    size = [3]
+
+    async def main() -> list[tuple[int, str]]:
+        server = HealthServer(
+            host="127.0.0.1",
+            port=0,
+            healthy=lambda: True,
+            ready=lambda: True,
+            registry=registry,
+            before_scrape=lambda: gauge.set(size[0]),
+        )
+        port = await server.start()
+        try:
+            first = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/metrics")
+            size[0] = 0
+            second = await asyncio.to_thread(_get, f"http://127.0.0.1:{port}/metrics")
+            return [first, second]
+        finally:
+            await server.stop()
+
+    first, second = asyncio.run(main())
+    assert "queue_size 3.0" in first[1]
+    assert "queue_size 0.0" in second[1]

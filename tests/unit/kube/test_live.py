@@ -479,7 +479,7 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
         while h.core.schedule_one() is not None:
             pass
         await h.drain()
-        h.s.metrics.set_unschedulable(h.core.queue.unschedulable_by_plugin())
+        h.s.refresh_gauges()  # what the metrics server does before each scrape
 
         def sample(name: str, **labels: str) -> float:
             return reg.get_sample_value(name, labels) or 0.0
@@ -506,6 +506,8 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
         )
         assert sample("scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 12
         assert sample("scheduler_unschedulable_pods", plugin="NodeResourcesFit", **prof) == 1
+        assert sample("scheduler_pending_pods", queue="unschedulable") == 1
+        assert sample("scheduler_pending_pods", queue="active") == 0
         sampled = [
             s
             for m in reg.collect()

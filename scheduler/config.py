@@ -132,6 +132,9 @@ class SchedulerConfig:
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
+    # Out-of-tree only: no in-tree plugin of ours has a Reserve or PostBind point.
+    reserve: tuple[str, ...] = ()
+    post_bind: tuple[str, ...] = ()
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
     fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
@@ -372,6 +375,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
+    reserve: tuple[str, ...] = ()
+    post_bind: tuple[str, ...] = ()
     weights = dict(DEFAULT_SCORE_WEIGHTS)
     if profiles is not None:
         if not isinstance(profiles, list) or len(profiles) != 1:
@@ -413,6 +418,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             scores = tuple(n for n in scores if n in mp) + extra
             post_filters = tuple(n for n in post_filters if n in mp) + extra
             pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
+            reserve, post_bind = extra, extra
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
@@ -441,14 +447,15 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 pre_enqueue,
                 PRE_ENQUEUE_PLUGINS + ext,
             )
-        for point in (
-            "queueSort",
-            "reserve",
-            "permit",
-            "preBind",
-            "bind",
-            "postBind",
-        ):
+        if "reserve" in plugins:
+            reserve, _ = _plugin_set(
+                r, plugins["reserve"], "profiles[0].plugins.reserve", reserve, ext
+            )
+        if "postBind" in plugins:
+            post_bind, _ = _plugin_set(
+                r, plugins["postBind"], "profiles[0].plugins.postBind", post_bind, ext
+            )
+        for point in ("queueSort", "permit", "preBind", "bind"):
             if point in plugins:
                 _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
         for i, pc in enumerate(prof.get("pluginConfig") or ()):
@@ -467,7 +474,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     if "disablePreemption" in top and r.boolean(top["disablePreemption"], "disablePreemption"):
         post_filters = tuple(p for p in post_filters if p != "DefaultPreemption")
     enabled = dict.fromkeys(
-        n for n in (*pre_enqueue, *filters, *scores, *post_filters) if n in external
+        n
+        for n in (*pre_enqueue, *filters, *scores, *post_filters, *reserve, *post_bind)
+        if n in external
     )
     out_of_tree = []
     for name in enabled:
@@ -490,6 +499,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         scores=scores,
         post_filters=post_filters,
         pre_enqueue=pre_enqueue,
+        reserve=reserve,
+        post_bind=post_bind,
         score_weights=weights,
         out_of_tree=tuple(out_of_tree),
     )

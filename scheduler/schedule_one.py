@@ -174,6 +174,7 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 class _Binding:
     qpi: QueuedPodInfo
     node: str
+    state: CycleState | None = None  # for Unreserve and PostBind; None: no such plugins
 
 
 @dataclass
@@ -418,8 +419,14 @@ class SchedulerCore:
         assumed = self.cache.assume_pod(pod, host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod.key)
         self.evaluator.forget_preemptor(pod.key)
+        fw = self.framework
+        if fw.reserve_plugins:
+            failed = self._reserve(qpi, state, assumed, host)
+            if failed is not None:
+                return failed
         self.queue.done(pod.key)
-        self._binding[pod.key] = _Binding(qpi, host)
+        keep = state if fw.reserve_plugins or fw.post_bind_plugins else None
+        self._binding[pod.key] = _Binding(qpi, host, keep)
         self.binder.bind(assumed, host)
         return CycleResult(
             pod,
@@ -429,6 +436,38 @@ class SchedulerCore:
             feasible_nodes=feasible,
             attempts=qpi.attempts,
         )
+
+    def _reserve(
+        self, qpi: QueuedPodInfo, state: CycleState, assumed: PodInfo, host: str
+    ) -> CycleResult | None:
+        """Upstream's Reserve step of assumeAndReserve: None when every Reserve plugin
+        agreed. Otherwise Unreserve runs on all of them, the assumed pod is forgotten, and
+        the attempt fails: a rejection as "unschedulable" on that node (the plugin's hints
+        decide when it comes back; no PostFilter), anything else as an error. Either way the
+        nomination is cleared, as upstream's clearNominatedNode."""
+        fw = self.framework
+        st = fw.run_reserve(state, assumed, host)
+        if st.is_success():
+            return None
+        fw.run_unreserve(state, assumed, host)
+        self.cache.forget_pod(assumed.key)
+        pod = qpi.pod
+        if st.is_rejected():
+            qpi.unschedulable_plugins = {st.plugin} if st.plugin else set()
+            statuses = {host: st}
+            message = fit_error_message(1, statuses)
+            self._record_failure(qpi, REASON_UNSCHEDULABLE, message, "")
+            return CycleResult(
+                pod,
+                "unschedulable",
+                message=message,
+                nominated_node="",
+                node_statuses=statuses,
+            )
+        qpi.errored = True
+        message = f"running Reserve plugin {st.plugin}: {st.message()}"
+        self._record_failure(qpi, REASON_SCHEDULER_ERROR, message, "")
+        return CycleResult(pod, "error", message=message, nominated_node="")
 
     def _schedule_pod(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
         n = self.snapshot.num_nodes()
@@ -754,12 +793,17 @@ class SchedulerCore:
                     b.qpi.attempts, max(0.0, self.clock.now() - b.qpi.enqueued_at)
                 )
             self.recorder.scheduled(pod, b.node)
+            if b.state is not None and self.framework.post_bind_plugins:
+                self.framework.run_post_bind(b.state, pod_with(pod, node_name=b.node), b.node)
             return
         self._unwind_binding(b, outcome, message)
 
     def _unwind_binding(self, b: _Binding, outcome: str, message: str) -> None:
-        """The one path for failures after assume: forget, then requeue unless pointless."""
+        """The one path for failures after assume: Unreserve, forget, then requeue unless
+        pointless."""
         key = b.qpi.pod.key
+        if b.state is not None and self.framework.reserve_plugins:
+            self.framework.run_unreserve(b.state, pod_with(b.qpi.pod, node_name=b.node), b.node)
         self.cache.forget_pod(key)
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent("AssignedPod", "Delete"), pod_with(b.qpi.pod, node_name=b.node), None

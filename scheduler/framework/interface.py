@@ -205,6 +205,24 @@ class PreEnqueuePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class ReservePlugin(Plugin, Protocol):
+    """Upstream's ReservePlugin: ``reserve`` runs once the pod is assumed on its node (a
+    non-SUCCESS status fails the attempt); ``unreserve`` undoes it, on every Reserve plugin
+    in reverse order, when Reserve or the binding fails. Both are required."""
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
+class PostBindPlugin(Plugin, Protocol):
+    """Upstream's PostBindPlugin: told once the pod is bound; informational."""
+
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+@runtime_checkable
 class PreFilterPlugin(Plugin, Protocol):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

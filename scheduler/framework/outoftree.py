@@ -15,7 +15,10 @@ What it owns:
   status naming the plugin; in Score or NormalizeScore it becomes ``PluginRaised``, which
   the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
   status naming the plugin and the scheduler goes on serving other pods. An exception in
-  PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in.
+  PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in; in
+  Reserve an Error status that fails the attempt (Unreserve runs). An exception in
+  Unreserve or PostBind, which return nothing and cannot fail a pod, is logged
+  (``plugin_raised``) and the remaining plugins still run.
 
 The public names a plugin author imports live in ``scheduler.plugins`` (docs/plugins.md).
 """
@@ -26,7 +29,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from scheduler.framework.interface import Code, Status
+from scheduler.backend.queue.events import ANY
+from scheduler.framework.interface import ClusterEvent, Code, EventRegistration, Status
 
 __all__ = ["ENTRY_POINT_GROUP", "PluginRaised", "discover", "guard", "instantiate"]
 
@@ -42,8 +46,18 @@ _POINTS = (
     "normalize_scores",
     "is_eligible_victim",
     "ordered_score_funcs",
+    "reserve",
+    "unreserve",
+    "post_bind",
 )
-_STATUS_POINTS = {"pre_enqueue": "PreEnqueue", "filter": "Filter", "pre_score": "PreScore"}
+_STATUS_POINTS = {
+    "pre_enqueue": "PreEnqueue",
+    "filter": "Filter",
+    "pre_score": "PreScore",
+    "reserve": "Reserve",
+}
+# Points that return nothing and cannot fail the pod: an exception is logged and swallowed.
+_NOTIFY_POINTS = ("unreserve", "post_bind")
 
 
 class PluginRaised(Exception):
@@ -90,6 +104,10 @@ def instantiate(cls: type, args: Mapping[str, Any]) -> object:
     plugin = cls(dict(args))
     if not any(callable(getattr(plugin, p, None)) for p in _POINTS):
         raise ValueError(f"{cls.__name__} implements no extension point ({', '.join(_POINTS)})")
+    has = [p for p in ("reserve", "unreserve") if callable(getattr(plugin, p, None))]
+    if len(has) == 1:  # upstream's ReservePlugin has both: what Reserve takes, Unreserve gives
+        missing = "unreserve" if has == ["reserve"] else "reserve"
+        raise ValueError(f"{cls.__name__} implements {has[0]} without {missing}")
     return plugin
 
 
@@ -104,6 +122,9 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
         "normalize_scores": "NormalizeScore",
         "is_eligible_victim": "IsEligiblePod",
         "ordered_score_funcs": "OrderedScoreFuncs",
+        "reserve": "Reserve",
+        "unreserve": "Unreserve",
+        "post_bind": "PostBind",
     }[point]
 
     def error(e: BaseException) -> Status:
@@ -118,6 +139,24 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
                 return None, error(e)
 
         return call_pair
+    if point in _NOTIFY_POINTS:
+
+        def call_notify(*args: Any) -> None:
+            try:
+                method(*args)
+            except Exception as e:
+                import structlog  # here: only a raising plugin needs it (simulate stays lean)
+
+                pod = args[1] if len(args) > 1 else None
+                structlog.get_logger("scheduler.plugins").warning(
+                    "plugin_raised",
+                    plugin=name,
+                    extension_point=label,
+                    pod=getattr(pod, "key", None),
+                    error=f"{type(e).__name__}: {e}",
+                )
+
+        return call_notify
     if point in _STATUS_POINTS:
 
         def call_status(*args: Any) -> Any:
@@ -137,6 +176,10 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
     return call_value
 
 
+def _every_event() -> list[EventRegistration]:
+    return [EventRegistration(ClusterEvent(ANY, ANY))]
+
+
 def guard(name: str, plugin: object) -> object:
     """A wrapper named ``name`` that has exactly the plugin's extension points, guarded."""
     attrs: dict[str, Any] = {"name": name, "plugin": plugin}
@@ -152,7 +195,9 @@ def guard(name: str, plugin: object) -> object:
     if "score" in attrs and "normalize_scores" not in attrs:
         attrs["normalize_scores"] = staticmethod(lambda state, pod, scores: None)
     events = getattr(plugin, "events_to_register", None)
-    if callable(events):
-        attrs["events_to_register"] = staticmethod(events)
+    # Without hints a plugin is told of every event (upstream registers all cluster events
+    # for a plugin that is no EnqueueExtensions): a pod it rejected or gated is tried again
+    # on any change, never left waiting for the 5-minute flush.
+    attrs["events_to_register"] = staticmethod(events if callable(events) else _every_event)
     wrapper_type = type(f"Guarded{type(plugin).__name__}", (), attrs)
     return wrapper_type()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     FilterPlugin,
     NodeScore,
+    PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
@@ -46,12 +48,22 @@ from scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    ReservePlugin,
     ScorePlugin,
     Status,
 )
 from scheduler.types import NodeInfo, PodInfo
 
 __all__ = ["Framework", "PluginScores"]
+
+_P = TypeVar("_P")
+
+
+def _in_order(found: dict[str, _P], names: Sequence[str] | None) -> list[_P]:
+    """The plugins of ``found`` in the order ``names`` lists them (None: as found)."""
+    order = list(found) if names is None else [n for n in names if n in found]
+    return [found[n] for n in order]
+
 
 # A weighted score at or above this (in magnitude) makes run_score_batch give up: the sum of
 # up to 2**7 of them stays exact in int64.
@@ -82,6 +94,8 @@ class Framework:
     post_filter_plugins: list[PostFilterPlugin] = field(default_factory=list)
     pre_score_plugins: list[PreScorePlugin] = field(default_factory=list)
     score_plugins: list[_Weighted] = field(default_factory=list)
+    reserve_plugins: list[ReservePlugin] = field(default_factory=list)
+    post_bind_plugins: list[PostBindPlugin] = field(default_factory=list)
     nominator: Nominator | None = None
     hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
     # Plugin name -> (the plugin, itself if it offers the bulk method), looked up once.
@@ -103,17 +117,26 @@ class Framework:
         scores: Sequence[str] | None = None,
         post_filters: Sequence[str] | None = None,
         pre_enqueue: Sequence[str] | None = None,
+        reserve: Sequence[str] | None = None,
+        post_bind: Sequence[str] | None = None,
         nominator: Nominator | None = None,
     ) -> Framework:
         """Wire plugin instances by the Protocols they implement. ``filters``/``scores``/
-        ``post_filters``/``pre_enqueue`` restrict each extension point to the named plugins
-        (None: all); PreEnqueue plugins run in the order ``pre_enqueue`` names them."""
+        ``post_filters``/``pre_enqueue``/``reserve``/``post_bind`` restrict each extension
+        point to the named plugins (None: all); PreEnqueue, Reserve and PostBind plugins run
+        in the order their list names them."""
         fw = cls(profile_name, nominator=nominator)
         enqueue: dict[str, PreEnqueuePlugin] = {}
+        reserving: dict[str, ReservePlugin] = {}
+        post_binding: dict[str, PostBindPlugin] = {}
         for p in plugins:
             name = str(getattr(p, "name", type(p).__name__))
             if isinstance(p, PreEnqueuePlugin) and (pre_enqueue is None or name in pre_enqueue):
                 enqueue[name] = p
+            if isinstance(p, ReservePlugin) and (reserve is None or name in reserve):
+                reserving[name] = p
+            if isinstance(p, PostBindPlugin) and (post_bind is None or name in post_bind):
+                post_binding[name] = p
             if isinstance(p, PreFilterPlugin) and (filters is None or name in filters):
                 fw.pre_filter_plugins.append(p)
             if isinstance(p, FilterPlugin) and (filters is None or name in filters):
@@ -130,9 +153,31 @@ class Framework:
                     fw.score_plugins.append(_Weighted(p, weight))
             if isinstance(p, EnqueueExtensions):
                 fw.hints[name] = list(p.events_to_register())
-        order = list(enqueue) if pre_enqueue is None else [n for n in pre_enqueue if n in enqueue]
-        fw.pre_enqueue_plugins = [enqueue[n] for n in order]
+        fw.pre_enqueue_plugins = _in_order(enqueue, pre_enqueue)
+        fw.reserve_plugins = _in_order(reserving, reserve)
+        fw.post_bind_plugins = _in_order(post_binding, post_bind)
         return fw
+
+    # ------------------------------------------------------------------ reserve / postbind
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Upstream's ``RunReservePluginsReserve``: SUCCESS, or the first status that is not
+        (naming its plugin). The caller runs ``run_unreserve`` on a failure."""
+        for p in self.reserve_plugins:
+            st = p.reserve(state, pod, node_name)
+            if not st.is_success():
+                return st.with_plugin(p.name)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Upstream's ``RunReservePluginsUnreserve``: every Reserve plugin, in reverse order
+        (also those whose Reserve never ran: Unreserve must be idempotent, as upstream's)."""
+        for p in reversed(self.reserve_plugins):
+            p.unreserve(state, pod, node_name)
+
+    def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Upstream's ``RunPostBindPlugins``: informational, after a successful bind."""
+        for p in self.post_bind_plugins:
+            p.post_bind(state, pod, node_name)
 
     # ------------------------------------------------------------------ preenqueue
     def run_pre_enqueue(self, pod: PodInfo) -> Status | None:

@@ -12,7 +12,10 @@ from typing import Any
 
 from scheduler.types import PodInfo
 
-__all__ = ["ClusterEvent", "EventHint", "EventRegistration", "QueueingHint"]
+__all__ = ["ANY", "ClusterEvent", "EventHint", "EventRegistration", "QueueingHint"]
+
+# A registration's resource or action that matches every one (upstream's WildCard).
+ANY = "*"
 
 
 class QueueingHint(enum.Enum):
@@ -23,7 +26,8 @@ class QueueingHint(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
     """What changed: resource is one of Node, AssignedPod, UnscheduledPod, PDB, PriorityClass;
-    action one of Add, Update, Delete; ``label`` names the update for metrics."""
+    action one of Add, Update, Delete; ``label`` names the update for metrics. In a
+    registration, ``ANY`` ("*") as resource or action matches every one."""
 
     resource: str
     action: str

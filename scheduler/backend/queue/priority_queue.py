@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 from sortedcontainers import SortedList
 
-from scheduler.backend.queue.events import ClusterEvent, EventRegistration, QueueingHint
+from scheduler.backend.queue.events import ANY, ClusterEvent, EventRegistration, QueueingHint
 from scheduler.backend.queue.nominator import Nominator
 from scheduler.clock import Clock
 from scheduler.types import PodInfo
@@ -429,9 +429,9 @@ class PriorityQueue:
     def _hint_says_queue(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
         for plugin in qpi.unschedulable_plugins:
             for reg in self.hints.get(plugin, ()):
-                if reg.event.resource != event.resource:
+                if reg.event.resource not in (ANY, event.resource):
                     continue
-                if reg.event.action not in ("*", event.action):
+                if reg.event.action not in (ANY, event.action):
                     continue
                 if reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE:
                     return True

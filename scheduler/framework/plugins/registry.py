@@ -72,6 +72,8 @@ def build_framework(
         scores=config.scores,
         post_filters=config.post_filters,
         pre_enqueue=config.pre_enqueue,
+        reserve=config.reserve,
+        post_bind=config.post_bind,
         nominator=nominator,
     )
     evaluator = Evaluator(fw, snapshot, config.preemption, pdbs, actions, rng)

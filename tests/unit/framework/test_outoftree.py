@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import pytest
+import structlog.testing
 
 from scheduler.clock import FakeClock
 from scheduler.config import ConfigError, parse_config
@@ -293,3 +294,195 @@ def test_pre_enqueue_plugins_join_through_multipoint_and_run_after_scheduling_ga
     st = core.queue.gated_by(make_pod("g").gates("example.com/x").info())
     assert st is not None and st.plugin == "SchedulingGates"
     assert Quota.checks == []  # the first plugin that keeps a pod out ends the checks
+
+
+class Ledger:
+    """Reserve/Unreserve/PostBind: a per-node budget of reserved pods (``budget`` pods a
+    node); Reserve of a pod named "broken" raises. Every call is logged in ``calls``, which
+    the test shares, as ``(point, plugin, pod, node)``."""
+
+    calls: ClassVar[list[tuple[str, str, str, str]]] = []
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        self.name = str(args.get("name", "Ledger"))
+        budget = args.get("budget", 1)
+        if not isinstance(budget, int) or budget < 0:
+            raise ValueError(f"budget: expected a non-negative integer, got {budget!r}")
+        self.budget = budget
+        self.held: dict[str, set[str]] = {}
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        Ledger.calls.append(("reserve", self.name, pod.name, node_name))
+        if pod.name == "broken":
+            raise RuntimeError("ledger unreachable")
+        held = self.held.setdefault(node_name, set())
+        if len(held) >= self.budget:
+            return Status.unschedulable(f"node {node_name} has no budget left")
+        held.add(pod.key)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        Ledger.calls.append(("unreserve", self.name, pod.name, node_name))
+        self.held.get(node_name, set()).discard(pod.key)
+
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        Ledger.calls.append(("post_bind", self.name, pod.name, node_name))
+        if pod.name == "noisy":
+            raise ValueError("post-bind hook failed")
+
+
+class HalfLedger:
+    name = "HalfLedger"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        pass
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return SUCCESS
+
+
+@pytest.fixture
+def ledger_module() -> Iterator[None]:
+    mod = types.ModuleType("ledger_plugin")
+    mod.Ledger = Ledger  # type: ignore[attr-defined]
+    mod.HalfLedger = HalfLedger  # type: ignore[attr-defined]
+    sys.modules["ledger_plugin"] = mod
+    Ledger.calls = []
+    yield
+    del sys.modules["ledger_plugin"]
+
+
+def _ledger_core(
+    plugins: dict[str, Any], budget: int = 1
+) -> tuple[SchedulerCore, RecordingBinder, RecordingRecorder]:
+    raw = {
+        "pluginModules": {"Ledger": "ledger_plugin:Ledger", "Second": "ledger_plugin:Ledger"},
+        "profiles": [
+            {
+                "plugins": plugins,
+                "pluginConfig": [
+                    {"name": "Ledger", "args": {"budget": budget}},
+                    {"name": "Second", "args": {"name": "Second", "budget": 100}},
+                ],
+            }
+        ],
+    }
+    cfg = parse_config(raw, "sched.yaml")
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(cfg, FakeClock(), binder, recorder, rng=random.Random(0))
+    core.on_node_add(make_node("n1").record())
+    return core, binder, recorder
+
+
+def test_a_reserve_rejection_unreserves_forgets_the_pod_and_leaves_it_unschedulable(
+    ledger_module: None,
+) -> None:
+    core, binder, recorder = _ledger_core(
+        {"reserve": {"enabled": [{"name": "Second"}, {"name": "Ledger"}]}}
+    )
+    core.on_pod_add(make_pod("a").req(cpu="1").info())
+    core.on_pod_add(make_pod("b").req(cpu="1").info())
+    a = core.schedule_one()
+    assert a is not None and a.outcome == "assumed" and a.node == "n1"
+    b = core.schedule_one()
+    assert b is not None and b.outcome == "unschedulable"
+    assert b.message == "0/1 nodes are available: 1 node n1 has no budget left."
+    assert [p.name for p, _ in binder.calls] == ["a"]
+    assert core.cache.get_pod("default/b") is None  # forgotten: n1 holds only "a"
+    # Reserve in order, Unreserve of every Reserve plugin in reverse order, for "b" only.
+    assert Ledger.calls == [
+        ("reserve", "Second", "a", "n1"),
+        ("reserve", "Ledger", "a", "n1"),
+        ("reserve", "Second", "b", "n1"),
+        ("reserve", "Ledger", "b", "n1"),
+        ("unreserve", "Ledger", "b", "n1"),
+        ("unreserve", "Second", "b", "n1"),
+    ]
+    (failed,) = recorder.failed_calls
+    assert failed.reason == "Unschedulable" and failed.nominated_node == ""
+    assert core.queue.pending_pods()["unschedulable"][0].name == "b"
+    # Ledger registers no queueing hints: as upstream, it is told of every cluster event.
+    assert core.queue.move_all_to_active_or_backoff(ClusterEvent("PDB", "Update")) == 1
+    assert core.queue.pending_pods()["unschedulable"] == []
+
+
+def test_a_reserve_exception_is_an_error_for_that_pod_and_unreserves(
+    ledger_module: None,
+) -> None:
+    core, binder, recorder = _ledger_core({"multiPoint": {"enabled": [{"name": "Ledger"}]}})
+    core.on_pod_add(make_pod("broken").req(cpu="1").priority(10).info())
+    core.on_pod_add(make_pod("fine").req(cpu="1").info())
+    broken = core.schedule_one()
+    assert broken is not None and broken.outcome == "error"
+    assert "running Reserve plugin Ledger: Reserve plugin Ledger raised RuntimeError" in (
+        broken.message
+    )
+    assert ("unreserve", "Ledger", "broken", "n1") in Ledger.calls
+    assert recorder.failed_calls[0].reason == "SchedulerError"
+    fine = core.schedule_one()
+    assert fine is not None and fine.outcome == "assumed"
+    assert [p.name for p, _ in binder.calls] == ["fine"]
+
+
+def test_a_failed_binding_unreserves_and_a_bound_pod_runs_post_bind(
+    ledger_module: None,
+) -> None:
+    core, _, recorder = _ledger_core({"multiPoint": {"enabled": [{"name": "Ledger"}]}}, budget=5)
+    for name in ("gone", "ok", "noisy"):
+        core.on_pod_add(make_pod(name).req(cpu="100m").info())
+    for _ in range(3):
+        result = core.schedule_one()
+        assert result is not None and result.outcome == "assumed"
+    core.on_bind_result("default/gone", "error", "the API server refused")
+    core.on_bind_result("default/ok", "ok")
+    with structlog.testing.capture_logs() as logs:
+        core.on_bind_result("default/noisy", "ok")  # its PostBind raises: logged, no more
+    assert [(e["event"], e["plugin"], e["extension_point"], e["pod"]) for e in logs] == [
+        ("plugin_raised", "Ledger", "PostBind", "default/noisy")
+    ]
+    assert logs[0]["error"] == "ValueError: post-bind hook failed"
+    after = [c for c in Ledger.calls if c[0] != "reserve"]
+    assert after == [
+        ("unreserve", "Ledger", "gone", "n1"),
+        ("post_bind", "Ledger", "ok", "n1"),
+        ("post_bind", "Ledger", "noisy", "n1"),
+    ]
+    assert core.cache.get_pod("default/gone") is None
+    assert [k for k, _ in recorder.scheduled_calls] == ["default/ok", "default/noisy"]
+
+
+def test_reserve_and_post_bind_points_are_configured_like_the_others(
+    ledger_module: None,
+) -> None:
+    base = {"pluginModules": {"Ledger": "ledger_plugin:Ledger"}}
+    cfg = parse_config(
+        {**base, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Ledger"}]}}}]},
+        "sched.yaml",
+    )
+    assert cfg.reserve == ("Ledger",) and cfg.post_bind == ("Ledger",)
+    cfg = parse_config(
+        {
+            **base,
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {"enabled": [{"name": "Ledger"}]},
+                        "postBind": {"disabled": [{"name": "Ledger"}]},
+                    }
+                }
+            ],
+        },
+        "sched.yaml",
+    )
+    assert cfg.reserve == ("Ledger",) and cfg.post_bind == ()
+    with pytest.raises(ConfigError, match=r"profiles\[0\]\.plugins\.reserve\.enabled\[0\]"):
+        parse_config(
+            {"profiles": [{"plugins": {"reserve": {"enabled": [{"name": "VolumeBinding"}]}}}]},
+            "sched.yaml",
+        )
+    half = {
+        "pluginModules": {"HalfLedger": "ledger_plugin:HalfLedger"},
+        "profiles": [{"plugins": {"reserve": {"enabled": [{"name": "HalfLedger"}]}}}],
+    }
+    with pytest.raises(ConfigError, match="HalfLedger implements reserve without unreserve"):
+        parse_config(half, "sched.yaml")

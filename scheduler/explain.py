@@ -514,6 +514,13 @@ def _score(
         out.would_pick = sorted(s.node for s in scores if s.total == best)
         if len(out.would_pick) > 1:
             out.notes.append("the best score is a tie: a cycle picks one of them at random")
+    reserving = [p.name for p in core.framework.reserve_plugins]
+    if reserving:
+        out.notes.append(
+            f"Reserve plugin(s) {', '.join(reserving)} decide once the node is chosen; explain "
+            "does not run them (they keep state of their own): a rejection there leaves the "
+            "pod pending although a node fits, and its FailedScheduling event says why"
+        )
 
 
 def _preemption(

@@ -7,6 +7,7 @@ update approves them."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import REPO_ROOT, wait_for
@@ -87,3 +88,57 @@ def test_the_example_pre_enqueue_plugin_holds_pods_until_they_are_approved(
     kit.wait_bound("waiting")
     # Read once: the gauges are set from the queue right before each scrape.
     assert sched.metric("scheduler_pending_pods", {"queue": "gated"}) == 0
+
+
+LEDGER = REPO_ROOT / "tests" / "e2e" / "plugins"
+
+
+def test_reserve_and_post_bind_plugins_run_around_the_real_binding(
+    kit: Kit, spawn_scheduler: Any, tmp_path: Path
+) -> None:
+    """A Reserve plugin (tests/e2e/plugins/ledger.py) that rejects pods labelled
+    ledger=deny: the allowed pod is bound and PostBind hears of it after the Binding; the
+    denied pod is unreserved, gets a FailedScheduling event naming the plugin's reason, is
+    never bound and preempts nobody."""
+    journal = tmp_path / "ledger.journal"
+    name = f"ledger-{kit.ns}"
+    sched = spawn_scheduler(
+        name=name,
+        config={
+            "pluginModules": {"Ledger": "ledger:Ledger"},
+            "profiles": [
+                {
+                    "plugins": {"multiPoint": {"enabled": [{"name": "Ledger"}]}},
+                    "pluginConfig": [{"name": "Ledger", "args": {"journal": str(journal)}}],
+                }
+            ],
+        },
+        extra_env={"PYTHONPATH": os.pathsep.join([str(LEDGER), str(REPO_ROOT)])},
+    )
+    (node,) = kit.nodes(1, cpu="2")
+    kit.create("allowed", cpu="1", scheduler=name)
+    assert kit.wait_bound("allowed") == node
+    allowed = f"{kit.ns}/allowed"
+    wait_for(
+        lambda: f"post_bind {allowed} {node}" in journal.read_text(),
+        15,
+        "PostBind of the bound pod",
+    )
+    kit.create("denied", cpu="1", scheduler=name, labels={"ledger": "deny"})
+    event = kit.wait_event("denied", "FailedScheduling")
+    assert event["message"] == "0/1 nodes are available: 1 the ledger denies this pod.", event
+    denied = f"{kit.ns}/denied"
+    lines = journal.read_text().splitlines()
+    assert lines[:2] == [f"reserve {allowed} {node}", f"post_bind {allowed} {node}"], lines
+    assert lines[2:4] == [f"reserve {denied} {node}", f"unreserve {denied} {node}"], lines
+    settle(2)
+    assert not kit.node_of("denied")
+    # Still pending: unschedulable, or in backoff when an event (the plugin has no hints, so
+    # every event counts) sent it back for another try; never in flight at a scrape.
+    pending = sum(
+        sched.metric("scheduler_pending_pods", {"queue": q})
+        for q in ("active", "backoff", "unschedulable")
+    )
+    assert pending == 1, pending
+    assert sched.metric("scheduler_preemption_attempts_total") == 0
+    assert sched.alive

@@ -508,3 +508,43 @@ def test_a_gated_pod_is_explained_as_kept_out_of_the_queue() -> None:
     note = next(n for n in e.notes if n.startswith("PreEnqueue plugin SchedulingGates"))
     assert "waiting for scheduling gates: [example.com/quota]" in note
     assert verdicts(e)["n1"][0]  # and what it would meet once let in
+
+
+class _Seats:
+    """A Reserve plugin (out of tree): explain must name it, never run it."""
+
+    name = "Seats"
+    calls = 0
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        pass
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Any:
+        _Seats.calls += 1
+        raise AssertionError("explain ran Reserve")
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        _Seats.calls += 1
+
+
+def test_reserve_plugins_are_named_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from scheduler.config import parse_config
+
+    mod = types.ModuleType("seats_plugin")
+    mod.Seats = _Seats  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "seats_plugin", mod)
+    config = parse_config(
+        {
+            "pluginModules": {"Seats": "seats_plugin:Seats"},
+            "profiles": [{"plugins": {"reserve": {"enabled": [{"name": "Seats"}]}}}],
+        },
+        "sched.yaml",
+    )
+    c = Cluster(node("n1").obj(), make_pod("p").req(cpu="1").obj())
+    e = c.explain("default/p", config)
+    assert e.would_pick == ["n1"]
+    assert any(n.startswith("Reserve plugin(s) Seats decide once the node") for n in e.notes)
+    assert _Seats.calls == 0

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.plugins import SUCCESS, PodInfo, Status
+from scheduler.plugins import SUCCESS, EventRegistration, PodInfo, Status
 
 
 class Approval:
@@ -42,3 +42,9 @@ class Approval:
         if pod.namespace not in self.namespaces or pod.labels.get(self.label) == "true":
             return SUCCESS
         return Status.unresolvable(f"waiting for approval: label {self.label}=true")
+
+    def events_to_register(self) -> list[EventRegistration]:
+        """None: only an update of the pod itself (its label) can approve it, and updates
+        always run the checks again. Without this method the plugin would be told of every
+        cluster event and re-check each waiting pod on each one."""
+        return []

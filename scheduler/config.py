@@ -132,8 +132,9 @@ class SchedulerConfig:
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
-    # Out-of-tree only: no in-tree plugin of ours has a Reserve or PostBind point.
+    # Out-of-tree only: no in-tree plugin of ours has a Reserve, PreBind or PostBind point.
     reserve: tuple[str, ...] = ()
+    pre_bind: tuple[str, ...] = ()
     post_bind: tuple[str, ...] = ()
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
@@ -376,6 +377,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
     reserve: tuple[str, ...] = ()
+    pre_bind: tuple[str, ...] = ()
     post_bind: tuple[str, ...] = ()
     weights = dict(DEFAULT_SCORE_WEIGHTS)
     if profiles is not None:
@@ -418,7 +420,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             scores = tuple(n for n in scores if n in mp) + extra
             post_filters = tuple(n for n in post_filters if n in mp) + extra
             pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
-            reserve, post_bind = extra, extra
+            reserve, pre_bind, post_bind = extra, extra, extra
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
@@ -451,11 +453,15 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             reserve, _ = _plugin_set(
                 r, plugins["reserve"], "profiles[0].plugins.reserve", reserve, ext
             )
+        if "preBind" in plugins:
+            pre_bind, _ = _plugin_set(
+                r, plugins["preBind"], "profiles[0].plugins.preBind", pre_bind, ext
+            )
         if "postBind" in plugins:
             post_bind, _ = _plugin_set(
                 r, plugins["postBind"], "profiles[0].plugins.postBind", post_bind, ext
             )
-        for point in ("queueSort", "permit", "preBind", "bind"):
+        for point in ("queueSort", "permit", "bind"):
             if point in plugins:
                 _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
         for i, pc in enumerate(prof.get("pluginConfig") or ()):
@@ -475,7 +481,15 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         post_filters = tuple(p for p in post_filters if p != "DefaultPreemption")
     enabled = dict.fromkeys(
         n
-        for n in (*pre_enqueue, *filters, *scores, *post_filters, *reserve, *post_bind)
+        for n in (
+            *pre_enqueue,
+            *filters,
+            *scores,
+            *post_filters,
+            *reserve,
+            *pre_bind,
+            *post_bind,
+        )
         if n in external
     )
     out_of_tree = []
@@ -500,6 +514,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         post_filters=post_filters,
         pre_enqueue=pre_enqueue,
         reserve=reserve,
+        pre_bind=pre_bind,
         post_bind=post_bind,
         score_weights=weights,
         out_of_tree=tuple(out_of_tree),

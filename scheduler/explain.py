@@ -254,7 +254,7 @@ class Explanation:
 class _ReadOnly:
     """Binder, Recorder and PreemptionActions that refuse: explain never writes."""
 
-    def bind(self, pod: PodInfo, node_name: str) -> None:
+    def bind(self, pod: PodInfo, node_name: str, cycle: object = None) -> None:
         raise RuntimeError("explain never binds")
 
     def scheduled(self, pod: PodInfo, node_name: str) -> None:

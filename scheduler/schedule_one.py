@@ -67,9 +67,11 @@ from scheduler.types import (
 __all__ = [
     "BindOutcome",
     "Binder",
+    "BindingCycle",
     "CycleResult",
     "Recorder",
     "SchedulerCore",
+    "binding_step_outcome",
     "num_feasible_nodes_to_find",
 ]
 
@@ -82,8 +84,28 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
 
+@dataclass(frozen=True, slots=True)
+class BindingCycle:
+    """The plugin steps a binder runs before the Binding when PreBind plugins are enabled
+    (upstream's bindingCycle): ``pre_flight()``; on SUCCESS the pod's nominatedNodeName is
+    set to the node first (NominatedNodeNameForExpectation, on by default since 1.35), on
+    SKIP not; then ``pre_bind()``. A non-SUCCESS status of either fails the binding with
+    ``BindOutcome.REJECTED`` (a rejection) or ``BindOutcome.PRE_BIND`` (an error)."""
+
+    pre_flight: Callable[[], Status]
+    pre_bind: Callable[[], Status]
+
+
+def binding_step_outcome(st: Status) -> str:
+    """The BindOutcome of a failed BindingCycle step."""
+    return BindOutcome.REJECTED if st.is_rejected() else BindOutcome.PRE_BIND
+
+
 class Binder(Protocol):
-    def bind(self, pod: PodInfo, node_name: str) -> None: ...
+    def bind(self, pod: PodInfo, node_name: str, cycle: BindingCycle | None = None) -> None:
+        """Bind, never blocking; the outcome arrives via ``SchedulerCore.on_bind_result``.
+        ``cycle``: PreBind steps to run first (None: no PreBind plugin is enabled)."""
+        ...
 
 
 class Recorder(Protocol):
@@ -120,6 +142,8 @@ class BindOutcome:
     CONFLICT = "conflict"  # 409: already bound (by us earlier, or by someone else)
     GONE = "gone"  # 404: the pod was deleted
     ERROR = "error"  # anything else after retries
+    REJECTED = "rejected"  # a PreBind plugin rejected the pod (no Binding was sent)
+    PRE_BIND = "prebind"  # PreBindPreFlight or PreBind failed (no Binding was sent)
 
 
 @dataclass(slots=True)
@@ -425,9 +449,19 @@ class SchedulerCore:
             if failed is not None:
                 return failed
         self.queue.done(pod.key)
-        keep = state if fw.reserve_plugins or fw.post_bind_plugins else None
-        self._binding[pod.key] = _Binding(qpi, host, keep)
-        self.binder.bind(assumed, host)
+        plugged = fw.reserve_plugins or fw.pre_bind_plugins or fw.post_bind_plugins
+        self._binding[pod.key] = _Binding(qpi, host, state if plugged else None)
+        if fw.pre_bind_plugins:
+            self.binder.bind(
+                assumed,
+                host,
+                BindingCycle(
+                    pre_flight=lambda: fw.run_pre_bind_pre_flight(state, assumed, host),
+                    pre_bind=lambda: fw.run_pre_bind(state, assumed, host),
+                ),
+            )
+        else:
+            self.binder.bind(assumed, host)
         return CycleResult(
             pod,
             "assumed",
@@ -811,8 +845,15 @@ class SchedulerCore:
         if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
             # Deleted, or already bound: the watch delivers the truth; never retry blindly.
             return
+        # Back off and retry (upstream: a failure after Permit never makes the pod
+        # unschedulable for a plugin's hints, whatever its reason).
         b.qpi.errored = True
-        self._record_failure(b.qpi, REASON_SCHEDULER_ERROR, f"binding rejected: {message}", "")
+        if outcome == BindOutcome.REJECTED:
+            self._record_failure(b.qpi, REASON_UNSCHEDULABLE, message, "")
+        elif outcome == BindOutcome.PRE_BIND:
+            self._record_failure(b.qpi, REASON_SCHEDULER_ERROR, message, "")
+        else:
+            self._record_failure(b.qpi, REASON_SCHEDULER_ERROR, f"binding rejected: {message}", "")
 
     def in_binding(self) -> int:
         return len(self._binding)

@@ -47,7 +47,13 @@ from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.decode import Document, InputError, ObjectDecoder, load_documents
 from scheduler.framework.interface import Status
 from scheduler.framework.preemption import Candidate
-from scheduler.schedule_one import BindOutcome, CycleResult, SchedulerCore
+from scheduler.schedule_one import (
+    BindingCycle,
+    BindOutcome,
+    CycleResult,
+    SchedulerCore,
+    binding_step_outcome,
+)
 from scheduler.types import (
     NodeRecord,
     ParseError,
@@ -128,16 +134,28 @@ def derive_pdb_status(pdb: PDBInfo, bound: Sequence[PodInfo]) -> PDBInfo:
 # ------------------------------------------------------------------------- ports
 
 
+def _run_binding_cycle(cycle: BindingCycle | None) -> Status | None:
+    """The PreBind steps as the live binder runs them (no nominatedNodeName to write here):
+    None when the Binding may go ahead, else the status that stopped it."""
+    if cycle is None:
+        return None
+    st = cycle.pre_flight()
+    if not st.is_success() and not st.is_skip():
+        return st
+    st = cycle.pre_bind()
+    return None if st.is_success() else st
+
+
 @dataclass
 class _SimPorts:
     """Binder, Recorder and PreemptionActions of the simulation: they only remember what
     the cycle asked for; the loop applies it after the cycle, as the API server would."""
 
-    binds: list[tuple[PodInfo, str]] = field(default_factory=list)
+    binds: list[tuple[PodInfo, str, BindingCycle | None]] = field(default_factory=list)
     preemptions: list[tuple[PodInfo, Candidate, list[PodInfo]]] = field(default_factory=list)
 
-    def bind(self, pod: PodInfo, node_name: str) -> None:
-        self.binds.append((pod, node_name))
+    def bind(self, pod: PodInfo, node_name: str, cycle: BindingCycle | None = None) -> None:
+        self.binds.append((pod, node_name, cycle))
 
     def scheduled(self, pod: PodInfo, node_name: str) -> None:
         return None
@@ -363,7 +381,21 @@ class _Simulation:
     def _apply_binds(self) -> None:
         core = self.core
         binds, self.ports.binds = self.ports.binds, []
-        for pod, node in binds:
+        for pod, node, cycle in binds:
+            failed = _run_binding_cycle(cycle)
+            if failed is not None:  # no Binding: the core unreserves and requeues the pod
+                core.on_bind_result(pod.key, binding_step_outcome(failed), failed.message())
+                # The cycle's "scheduled" decision did not hold: say what stopped it.
+                outcome = "unschedulable" if failed.is_rejected() else "error"
+                for i in range(len(self.decisions) - 1, -1, -1):
+                    if self.decisions[i]["pod"] == pod.key:
+                        self.decisions[i] = {
+                            "pod": pod.key,
+                            "outcome": outcome,
+                            "message": failed.message(),
+                        }
+                        break
+                continue
             core.on_bind_result(pod.key, BindOutcome.OK)
             running = pod_with(pod, node_name=node, phase="Running", start_time=self.clock.now())
             core.on_pod_update(None, running)

@@ -216,6 +216,16 @@ class ReservePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PreBindPlugin(Plugin, Protocol):
+    """Upstream's PreBindPlugin: work that must be done before the Binding (in the binding
+    cycle). A non-SUCCESS status fails the binding (Unreserve runs). An optional
+    ``pre_bind_pre_flight(state, pod, node_name)`` says whether ``pre_bind`` has anything to
+    do (SUCCESS) or not (SKIP: it is not called); without it the plugin always runs."""
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     """Upstream's PostBindPlugin: told once the pod is bound; informational."""
 

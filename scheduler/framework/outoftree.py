@@ -16,7 +16,8 @@ What it owns:
   the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
   status naming the plugin and the scheduler goes on serving other pods. An exception in
   PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in; in
-  Reserve an Error status that fails the attempt (Unreserve runs). An exception in
+  Reserve, PreBindPreFlight or PreBind an Error status that fails the attempt or the
+  binding (Unreserve runs). An exception in
   Unreserve or PostBind, which return nothing and cannot fail a pod, is logged
   (``plugin_raised``) and the remaining plugins still run.
 
@@ -48,6 +49,8 @@ _POINTS = (
     "ordered_score_funcs",
     "reserve",
     "unreserve",
+    "pre_bind_pre_flight",
+    "pre_bind",
     "post_bind",
 )
 _STATUS_POINTS = {
@@ -55,6 +58,8 @@ _STATUS_POINTS = {
     "filter": "Filter",
     "pre_score": "PreScore",
     "reserve": "Reserve",
+    "pre_bind_pre_flight": "PreBindPreFlight",
+    "pre_bind": "PreBind",
 }
 # Points that return nothing and cannot fail the pod: an exception is logged and swallowed.
 _NOTIFY_POINTS = ("unreserve", "post_bind")
@@ -104,6 +109,10 @@ def instantiate(cls: type, args: Mapping[str, Any]) -> object:
     plugin = cls(dict(args))
     if not any(callable(getattr(plugin, p, None)) for p in _POINTS):
         raise ValueError(f"{cls.__name__} implements no extension point ({', '.join(_POINTS)})")
+    if callable(getattr(plugin, "pre_bind_pre_flight", None)) and not callable(
+        getattr(plugin, "pre_bind", None)
+    ):
+        raise ValueError(f"{cls.__name__} implements pre_bind_pre_flight without pre_bind")
     has = [p for p in ("reserve", "unreserve") if callable(getattr(plugin, p, None))]
     if len(has) == 1:  # upstream's ReservePlugin has both: what Reserve takes, Unreserve gives
         missing = "unreserve" if has == ["reserve"] else "reserve"
@@ -124,6 +133,8 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
         "ordered_score_funcs": "OrderedScoreFuncs",
         "reserve": "Reserve",
         "unreserve": "Unreserve",
+        "pre_bind_pre_flight": "PreBindPreFlight",
+        "pre_bind": "PreBind",
         "post_bind": "PostBind",
     }[point]
 

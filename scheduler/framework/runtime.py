@@ -43,6 +43,7 @@ from scheduler.framework.interface import (
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
+    PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterExtensions,
     PreFilterPlugin,
@@ -57,6 +58,8 @@ from scheduler.types import NodeInfo, PodInfo
 __all__ = ["Framework", "PluginScores"]
 
 _P = TypeVar("_P")
+# CycleState key: the PreBind plugins whose PreBindPreFlight said SKIP.
+_PRE_BIND_SKIPPED = "framework/PreBindSkipped"
 
 
 def _in_order(found: dict[str, _P], names: Sequence[str] | None) -> list[_P]:
@@ -95,6 +98,7 @@ class Framework:
     pre_score_plugins: list[PreScorePlugin] = field(default_factory=list)
     score_plugins: list[_Weighted] = field(default_factory=list)
     reserve_plugins: list[ReservePlugin] = field(default_factory=list)
+    pre_bind_plugins: list[PreBindPlugin] = field(default_factory=list)
     post_bind_plugins: list[PostBindPlugin] = field(default_factory=list)
     nominator: Nominator | None = None
     hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
@@ -118,16 +122,18 @@ class Framework:
         post_filters: Sequence[str] | None = None,
         pre_enqueue: Sequence[str] | None = None,
         reserve: Sequence[str] | None = None,
+        pre_bind: Sequence[str] | None = None,
         post_bind: Sequence[str] | None = None,
         nominator: Nominator | None = None,
     ) -> Framework:
         """Wire plugin instances by the Protocols they implement. ``filters``/``scores``/
-        ``post_filters``/``pre_enqueue``/``reserve``/``post_bind`` restrict each extension
-        point to the named plugins (None: all); PreEnqueue, Reserve and PostBind plugins run
-        in the order their list names them."""
+        ``post_filters``/``pre_enqueue``/``reserve``/``pre_bind``/``post_bind`` restrict each
+        extension point to the named plugins (None: all); PreEnqueue, Reserve, PreBind and
+        PostBind plugins run in the order their list names them."""
         fw = cls(profile_name, nominator=nominator)
         enqueue: dict[str, PreEnqueuePlugin] = {}
         reserving: dict[str, ReservePlugin] = {}
+        pre_binding: dict[str, PreBindPlugin] = {}
         post_binding: dict[str, PostBindPlugin] = {}
         for p in plugins:
             name = str(getattr(p, "name", type(p).__name__))
@@ -135,6 +141,8 @@ class Framework:
                 enqueue[name] = p
             if isinstance(p, ReservePlugin) and (reserve is None or name in reserve):
                 reserving[name] = p
+            if isinstance(p, PreBindPlugin) and (pre_bind is None or name in pre_bind):
+                pre_binding[name] = p
             if isinstance(p, PostBindPlugin) and (post_bind is None or name in post_bind):
                 post_binding[name] = p
             if isinstance(p, PreFilterPlugin) and (filters is None or name in filters):
@@ -155,6 +163,7 @@ class Framework:
                 fw.hints[name] = list(p.events_to_register())
         fw.pre_enqueue_plugins = _in_order(enqueue, pre_enqueue)
         fw.reserve_plugins = _in_order(reserving, reserve)
+        fw.pre_bind_plugins = _in_order(pre_binding, pre_bind)
         fw.post_bind_plugins = _in_order(post_binding, post_bind)
         return fw
 
@@ -173,6 +182,53 @@ class Framework:
         (also those whose Reserve never ran: Unreserve must be idempotent, as upstream's)."""
         for p in reversed(self.reserve_plugins):
             p.unreserve(state, pod, node_name)
+
+    def run_pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Upstream's ``RunPreBindPreFlights``: SUCCESS when some PreBind plugin has work to
+        do (the binding cycle then sets the pod's nominatedNodeName first), SKIP when none
+        has, ERROR for an error or any other code. The plugins that said SKIP are noted in
+        ``state`` and ``run_pre_bind`` leaves them out."""
+        skipped: set[str] = set()
+        result = Status(Code.SKIP)
+        for p in self.pre_bind_plugins:
+            check = getattr(p, "pre_bind_pre_flight", None)
+            st = SUCCESS if check is None else check(state, pod, node_name)
+            if st.is_success():
+                result = SUCCESS
+            elif st.is_skip():
+                skipped.add(p.name)
+            elif st.code is Code.ERROR:
+                return Status(
+                    Code.ERROR, (f"running PreBindPreFlight {p.name}: {st.message()}",), p.name
+                )
+            else:
+                return Status(
+                    Code.ERROR,
+                    (
+                        f"PreBindPreFlight {p.name} returned {CODE_NAMES[st.code]}, which is "
+                        "unsupported: it may return Success, Skip or Error",
+                    ),
+                    p.name,
+                )
+        state.write(_PRE_BIND_SKIPPED, frozenset(skipped))
+        return result
+
+    def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Upstream's ``RunPreBindPlugins`` (one at a time): SUCCESS, a rejection as the
+        plugin returned it (naming the plugin), or an ERROR "running PreBind plugin ..."."""
+        skipped: frozenset[str] = state.read(_PRE_BIND_SKIPPED) or frozenset()
+        for p in self.pre_bind_plugins:
+            if p.name in skipped:
+                continue
+            st = p.pre_bind(state, pod, node_name)
+            if st.is_success():
+                continue
+            if st.is_rejected():
+                return st.with_plugin(p.name)
+            return Status(
+                Code.ERROR, (f"running PreBind plugin {p.name!r}: {st.message()}",), p.name
+            )
+        return SUCCESS
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Upstream's ``RunPostBindPlugins``: informational, after a successful bind."""

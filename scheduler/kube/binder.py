@@ -17,6 +17,10 @@ what it finds:
                   | bound to another node              -> CONFLICT (forget; the watch has it)
                   | still unbound                      -> ERROR  (forget, requeue with backoff)
   404             -> GONE
+
+With PreBind plugins enabled the core hands over a ``BindingCycle``: PreBindPreFlight, the
+nominatedNodeName update when a plugin has work to do, PreBind, then the Binding above; a
+failed step reports REJECTED or PRE_BIND without a Binding.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import structlog
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError, NotFound
 from scheduler.metrics import Metrics
-from scheduler.schedule_one import BindOutcome
+from scheduler.schedule_one import BindingCycle, BindOutcome, binding_step_outcome
 from scheduler.types import PodInfo
 
 __all__ = ["BIND_RETRY_SECONDS", "Binder", "pod_path"]
@@ -63,16 +67,47 @@ class Binder:
         self.retry_delay = retry_delay
         self.retry_seconds = retry_seconds
 
-    def bind(self, pod: PodInfo, node_name: str) -> None:
+    def bind(self, pod: PodInfo, node_name: str, cycle: BindingCycle | None = None) -> None:
         """The core's Binder port: never blocks; the outcome arrives via ``on_result``."""
-        self.spawn(self._bind(pod, node_name))
+        self.spawn(self._bind(pod, node_name, cycle))
 
-    async def _bind(self, pod: PodInfo, node: str) -> None:
-        outcome, message = await self.bind_now(pod, node)
+    async def _bind(self, pod: PodInfo, node: str, cycle: BindingCycle | None = None) -> None:
+        if cycle is None:
+            outcome, message = await self.bind_now(pod, node)
+        else:
+            outcome, message = await self._bind_with_plugins(pod, node, cycle)
         if outcome != BindOutcome.OK:
             self.metrics.binding_failures.labels(outcome).inc()
             log.warning("bind_failed", pod=pod.key, node=node, outcome=outcome, error=message)
         self.on_result(pod.key, outcome, message)
+
+    async def _bind_with_plugins(
+        self, pod: PodInfo, node: str, cycle: BindingCycle
+    ) -> tuple[str, str]:
+        """Upstream's binding cycle with PreBind plugins: PreBindPreFlight; when some plugin
+        has work to do, the pod's nominatedNodeName is set to the node (so that other
+        components, an autoscaler say, see where it is going while PreBind works; a failed
+        update is logged and the binding goes on, as upstream); PreBind; the Binding."""
+        st = cycle.pre_flight()
+        if st.is_success():
+            await self._nominate(pod, node)
+        elif not st.is_skip():
+            return binding_step_outcome(st), st.message()
+        st = cycle.pre_bind()
+        if not st.is_success():
+            return binding_step_outcome(st), st.message()
+        return await self.bind_now(pod, node)
+
+    async def _nominate(self, pod: PodInfo, node: str) -> None:
+        try:
+            await self.client.request(
+                "PATCH",
+                pod_path(pod.namespace, pod.name) + "/status",
+                body={"status": {"nominatedNodeName": node}},
+                content_type="application/strategic-merge-patch+json",
+            )
+        except ApiError as e:
+            log.warning("nominate_before_pre_bind_failed", pod=pod.key, node=node, error=str(e))
 
     async def bind_now(self, pod: PodInfo, node: str) -> tuple[str, str]:
         body = {

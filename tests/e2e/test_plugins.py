@@ -93,13 +93,13 @@ def test_the_example_pre_enqueue_plugin_holds_pods_until_they_are_approved(
 LEDGER = REPO_ROOT / "tests" / "e2e" / "plugins"
 
 
-def test_reserve_and_post_bind_plugins_run_around_the_real_binding(
+def test_reserve_pre_bind_and_post_bind_plugins_run_around_the_real_binding(
     kit: Kit, spawn_scheduler: Any, tmp_path: Path
 ) -> None:
-    """A Reserve plugin (tests/e2e/plugins/ledger.py) that rejects pods labelled
-    ledger=deny: the allowed pod is bound and PostBind hears of it after the Binding; the
-    denied pod is unreserved, gets a FailedScheduling event naming the plugin's reason, is
-    never bound and preempts nobody."""
+    """A Reserve/PreBind/PostBind plugin (tests/e2e/plugins/ledger.py): the allowed pod is
+    reserved, prepared (PreBind), bound, and PostBind hears of it; the pod denied at
+    Reserve and the one PreBind rejects are unreserved, get a FailedScheduling event with
+    the plugin's reason, are never bound and preempt nobody."""
     journal = tmp_path / "ledger.journal"
     name = f"ledger-{kit.ns}"
     sched = spawn_scheduler(
@@ -129,16 +129,17 @@ def test_reserve_and_post_bind_plugins_run_around_the_real_binding(
     assert event["message"] == "0/1 nodes are available: 1 the ledger denies this pod.", event
     denied = f"{kit.ns}/denied"
     lines = journal.read_text().splitlines()
-    assert lines[:2] == [f"reserve {allowed} {node}", f"post_bind {allowed} {node}"], lines
-    assert lines[2:4] == [f"reserve {denied} {node}", f"unreserve {denied} {node}"], lines
+    assert lines[:3] == [f"{p} {allowed} {node}" for p in ("reserve", "pre_bind", "post_bind")]
+    assert lines[3:5] == [f"reserve {denied} {node}", f"unreserve {denied} {node}"], lines
+    kit.create("unprepared", cpu="100m", scheduler=name, labels={"ledger": "unprepared"})
+    event = kit.wait_event("unprepared", "FailedScheduling")
+    assert event["message"] == "the ledger cannot prepare this pod", event
+    unprepared = f"{kit.ns}/unprepared"
+    mine = [line for line in journal.read_text().splitlines() if unprepared in line]
+    assert mine[:3] == [f"{p} {unprepared} {node}" for p in ("reserve", "pre_bind", "unreserve")]
     settle(2)
-    assert not kit.node_of("denied")
-    # Still pending: unschedulable, or in backoff when an event (the plugin has no hints, so
-    # every event counts) sent it back for another try; never in flight at a scrape.
-    pending = sum(
-        sched.metric("scheduler_pending_pods", {"queue": q})
-        for q in ("active", "backoff", "unschedulable")
-    )
-    assert pending == 1, pending
+    # Both are tried again (after backoff, or on any event: the plugin has no hints) and
+    # turned down again; neither is ever bound.
+    assert not kit.node_of("denied") and not kit.node_of("unprepared")
     assert sched.metric("scheduler_preemption_attempts_total") == 0
     assert sched.alive

@@ -16,15 +16,19 @@ from dataclasses import dataclass, field
 
 from scheduler.framework.interface import SUCCESS, Code, CycleState, Status
 from scheduler.framework.preemption import Candidate
+from scheduler.schedule_one import BindingCycle
 from scheduler.types import NodeInfo, PodInfo
 
 
 @dataclass
 class RecordingBinder:
     calls: list[tuple[PodInfo, str]] = field(default_factory=list)
+    cycles: dict[str, BindingCycle] = field(default_factory=dict)  # pod key -> PreBind steps
 
-    def bind(self, pod: PodInfo, node_name: str) -> None:
+    def bind(self, pod: PodInfo, node_name: str, cycle: BindingCycle | None = None) -> None:
         self.calls.append((pod, node_name))
+        if cycle is not None:
+            self.cycles[pod.key] = cycle
 
 
 @dataclass(frozen=True)

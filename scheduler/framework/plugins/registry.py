@@ -73,6 +73,7 @@ def build_framework(
         post_filters=config.post_filters,
         pre_enqueue=config.pre_enqueue,
         reserve=config.reserve,
+        pre_bind=config.pre_bind,
         post_bind=config.post_bind,
         nominator=nominator,
     )

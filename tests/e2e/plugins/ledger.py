@@ -1,5 +1,6 @@
-"""A Reserve/Unreserve/PostBind plugin for the e2e suite (tests/e2e/test_plugins.py): Reserve
-rejects pods labelled ``ledger=deny``; every call is appended to the file named by the
+"""A Reserve/Unreserve/PreBind/PostBind plugin for the e2e suite (tests/e2e/test_plugins.py):
+Reserve rejects pods labelled ``ledger=deny``, PreBind those labelled ``ledger=unprepared``;
+every call is appended to the file named by the
 ``journal`` argument as ``POINT NAMESPACE/NAME NODE`` (the scheduler runs as another
 process: the file is how the test sees the calls)."""
 
@@ -33,6 +34,12 @@ class Ledger:
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self._note("unreserve", pod, node_name)
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self._note("pre_bind", pod, node_name)
+        if pod.labels.get("ledger") == "unprepared":
+            return Status.unschedulable("the ledger cannot prepare this pod")
+        return SUCCESS
 
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         self._note("post_bind", pod, node_name)

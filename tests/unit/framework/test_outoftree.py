@@ -17,6 +17,7 @@ from scheduler.config import ConfigError, parse_config
 from scheduler.plugins import (
     SUCCESS,
     ClusterEvent,
+    Code,
     CycleState,
     EventRegistration,
     NodeInfo,
@@ -486,3 +487,183 @@ def test_reserve_and_post_bind_points_are_configured_like_the_others(
     }
     with pytest.raises(ConfigError, match="HalfLedger implements reserve without unreserve"):
         parse_config(half, "sched.yaml")
+
+
+class Prep:
+    """PreBind (with PreBindPreFlight) and Reserve/Unreserve: pods labelled ``prep=skip``
+    need no preparation (pre-flight SKIP); ``prep=deny`` is rejected at PreBind, ``prep=
+    fail`` errors there. Calls are logged in ``calls`` as ``(point, pod)``."""
+
+    name = "Prep"
+    calls: ClassVar[list[tuple[str, str]]] = []
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        pass
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        Prep.calls.append(("reserve", pod.name))
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        Prep.calls.append(("unreserve", pod.name))
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        Prep.calls.append(("pre_flight", pod.name))
+        return Status(Code.SKIP) if pod.labels.get("prep") == "skip" else SUCCESS
+
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        Prep.calls.append(("pre_bind", pod.name))
+        how = pod.labels.get("prep")
+        if how == "deny":
+            return Status.unschedulable(f"volume for {pod.name} cannot attach to {node_name}")
+        if how == "fail":
+            return Status.error("storage API down")
+        return SUCCESS
+
+
+class FlightOnly:
+    name = "FlightOnly"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        pass
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return SUCCESS
+
+
+@pytest.fixture
+def prep_core() -> Iterator[tuple[SchedulerCore, RecordingBinder, RecordingRecorder]]:
+    mod = types.ModuleType("prep_plugin")
+    mod.Prep = Prep  # type: ignore[attr-defined]
+    mod.FlightOnly = FlightOnly  # type: ignore[attr-defined]
+    sys.modules["prep_plugin"] = mod
+    Prep.calls = []
+    raw = {
+        "pluginModules": {"Prep": "prep_plugin:Prep"},
+        "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Prep"}]}}}],
+    }
+    cfg = parse_config(raw, "sched.yaml")
+    assert cfg.pre_bind == ("Prep",) and cfg.reserve == ("Prep",)
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(cfg, FakeClock(), binder, recorder, rng=random.Random(0))
+    core.on_node_add(make_node("n1").record())
+    yield core, binder, recorder
+    del sys.modules["prep_plugin"]
+
+
+@pytest.mark.parametrize(
+    ("label", "flight", "outcome", "reason", "message"),
+    [
+        pytest.param("", Code.SUCCESS, "", "", "", id="prepared"),
+        pytest.param("skip", Code.SKIP, "", "", "", id="nothing to prepare"),
+        pytest.param(
+            "deny",
+            Code.SUCCESS,
+            "rejected",
+            "Unschedulable",
+            "volume for p cannot attach to n1",
+            id="rejected",
+        ),
+        pytest.param(
+            "fail",
+            Code.SUCCESS,
+            "prebind",
+            "SchedulerError",
+            "running PreBind plugin 'Prep': storage API down",
+            id="error",
+        ),
+    ],
+)
+def test_pre_bind_runs_in_the_binding_cycle_and_a_failure_unreserves(
+    prep_core: tuple[SchedulerCore, RecordingBinder, RecordingRecorder],
+    label: str,
+    flight: Code,
+    outcome: str,
+    reason: str,
+    message: str,
+) -> None:
+    core, binder, recorder = prep_core
+    pod = make_pod("p").req(cpu="1")
+    if label:
+        pod = pod.label("prep", label)
+    core.on_pod_add(pod.info())
+    result = core.schedule_one()
+    assert result is not None and result.outcome == "assumed"
+    cycle = binder.cycles["default/p"]  # the binder runs these before the Binding
+    assert Prep.calls == [("reserve", "p")]
+    assert cycle.pre_flight().code is flight
+    st = cycle.pre_bind()
+    assert [c[0] for c in Prep.calls] == (
+        ["reserve", "pre_flight"] + ([] if label == "skip" else ["pre_bind"])
+    )
+    if not outcome:
+        assert st.is_success()
+        core.on_bind_result("default/p", "ok")
+        assert core.cache.get_pod("default/p") is not None
+        assert recorder.failed_calls == []
+        return
+    assert st.message() == message
+    core.on_bind_result("default/p", outcome, st.message())
+    assert Prep.calls[-1] == ("unreserve", "p")
+    assert core.cache.get_pod("default/p") is None
+    (failed,) = recorder.failed_calls
+    assert (failed.reason, failed.message, failed.nominated_node) == (reason, message, "")
+    assert [p.name for p in core.queue.pending_pods()["backoff"]] == ["p"]
+
+
+def test_pre_bind_configuration(prep_core: Any) -> None:
+    only = {
+        "pluginModules": {"FlightOnly": "prep_plugin:FlightOnly"},
+        "profiles": [{"plugins": {"preBind": {"enabled": [{"name": "FlightOnly"}]}}}],
+    }
+    with pytest.raises(ConfigError, match="implements pre_bind_pre_flight without pre_bind"):
+        parse_config(only, "sched.yaml")
+    cfg = parse_config(
+        {
+            "pluginModules": {"Prep": "prep_plugin:Prep"},
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {"enabled": [{"name": "Prep"}]},
+                        "preBind": {"disabled": [{"name": "*"}]},
+                    }
+                }
+            ],
+        },
+        "sched.yaml",
+    )
+    assert cfg.pre_bind == () and cfg.reserve == ("Prep",)
+
+
+def test_simulate_runs_pre_bind_and_reports_a_rejected_binding(
+    prep_core: Any, tmp_path: Any
+) -> None:
+    import yaml
+
+    from scheduler.decode import load_documents
+    from scheduler.simulate import simulate
+
+    path = tmp_path / "cluster.yaml"
+    objs = [
+        make_node("n1").alloc(cpu="2", memory="8Gi", pods="110").obj(),
+        make_pod("ok").req(cpu="1").obj(),
+        make_pod("denied").req(cpu="1").label("prep", "deny").obj(),
+    ]
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    cfg = parse_config(
+        {
+            "pluginModules": {"Prep": "prep_plugin:Prep"},
+            "profiles": [{"plugins": {"preBind": {"enabled": [{"name": "Prep"}]}}}],
+        },
+        "sched.yaml",
+    )
+    result = simulate(load_documents([str(path)]), cfg)
+    assert result.placements == {"default/ok": "n1", "default/denied": None}
+    assert result.decisions == [
+        {"pod": "default/ok", "outcome": "scheduled", "node": "n1"},
+        {
+            "pod": "default/denied",
+            "outcome": "unschedulable",
+            "message": "volume for denied cannot attach to n1",
+        },
+    ]

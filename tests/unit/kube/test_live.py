@@ -5,7 +5,7 @@ queue gate, leadership, and the event intake through the informers' stores."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -576,3 +576,78 @@ def test_settle_heap_freezes_what_the_first_listing_left() -> None:
         assert gone() is None
     finally:
         gc.unfreeze()
+
+
+class _Prepare:
+    """A PreBind plugin: pods labelled prep=skip need nothing (pre-flight SKIP), prep=deny
+    are rejected; the others are prepared (noted in ``done``)."""
+
+    name = "Prepare"
+    done: ClassVar[list[str]] = []
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        pass
+
+    def pre_bind_pre_flight(self, state: Any, pod: Any, node_name: str) -> Any:
+        from scheduler.plugins import SUCCESS, Code, Status
+
+        return Status(Code.SKIP) if pod.labels.get("prep") == "skip" else SUCCESS
+
+    def pre_bind(self, state: Any, pod: Any, node_name: str) -> Any:
+        from scheduler.plugins import SUCCESS, Status
+
+        if pod.labels.get("prep") == "deny":
+            return Status.unschedulable("cannot prepare")
+        _Prepare.done.append(pod.name)
+        return SUCCESS
+
+
+def test_pre_bind_sets_the_nomination_first_then_binds_and_a_rejection_sends_no_binding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+    import sys
+    import types
+
+    from scheduler.config import parse_config
+
+    mod = types.ModuleType("prepare_plugin")
+    mod.Prepare = _Prepare  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "prepare_plugin", mod)
+    _Prepare.done = []
+    cfg = parse_config(
+        {
+            "pluginModules": {"Prepare": "prepare_plugin:Prepare"},
+            "profiles": [{"plugins": {"preBind": {"enabled": [{"name": "Prepare"}]}}}],
+        },
+        "sched.yaml",
+    )
+
+    async def go() -> None:
+        h = Harness(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        for name, how in (("a", ""), ("b", "skip"), ("c", "deny")):
+            pod = make_pod(name).req(cpu="100m")
+            h.event("pods", "ADDED", (pod.label("prep", how) if how else pod).obj())
+        while h.core.schedule_one() is not None:
+            pass
+        await h.drain()
+        assert sorted(h.binds()) == [("default/a", "n1"), ("default/b", "n1")]
+        assert _Prepare.done == ["a"]
+        # "a": the nomination is written before its Binding; "b" had nothing to prepare.
+        order = [
+            (m, p.rsplit("/", 1)[-1])
+            for m, p, _ in h.api.calls
+            if "/pods/a/" in p and m in ("PATCH", "POST")
+        ]
+        assert order == [("PATCH", "status"), ("POST", "binding")], order
+        assert h.status_patches("default/a")[0] == {"status": {"nominatedNodeName": "n1"}}
+        assert h.status_patches("default/b") == []
+        # "c": nominated, rejected at PreBind: no Binding, forgotten, PodScheduled=False.
+        assert h.core.cache.get_pod("default/c") is None
+        last = h.status_patches("default/c")[-1]["status"]
+        assert last["conditions"][0]["reason"] == "Unschedulable"
+        assert last["conditions"][0]["message"] == "cannot prepare"
+        assert last["nominatedNodeName"] is None
+
+    _run(go())

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -59,8 +59,10 @@ class Binder:
         metrics: Metrics,
         retry_delay: float = 0.2,
         retry_seconds: float = BIND_RETRY_SECONDS,
+        nominate: Callable[[PodInfo, str], Awaitable[None]] | None = None,
     ) -> None:
         self.client = client
+        self.nominate = nominate  # writes status.nominatedNodeName (the Recorder's)
         self.on_result = on_result
         self.spawn = spawn
         self.metrics = metrics
@@ -90,24 +92,14 @@ class Binder:
         update is logged and the binding goes on, as upstream); PreBind; the Binding."""
         st = cycle.pre_flight()
         if st.is_success():
-            await self._nominate(pod, node)
+            if self.nominate is not None:
+                await self.nominate(pod, node)  # a failure is logged; the binding goes on
         elif not st.is_skip():
             return binding_step_outcome(st), st.message()
         st = cycle.pre_bind()
         if not st.is_success():
             return binding_step_outcome(st), st.message()
         return await self.bind_now(pod, node)
-
-    async def _nominate(self, pod: PodInfo, node: str) -> None:
-        try:
-            await self.client.request(
-                "PATCH",
-                pod_path(pod.namespace, pod.name) + "/status",
-                body={"status": {"nominatedNodeName": node}},
-                content_type="application/strategic-merge-patch+json",
-            )
-        except ApiError as e:
-            log.warning("nominate_before_pre_bind_failed", pod=pod.key, node=node, error=str(e))
 
     async def bind_now(self, pod: PodInfo, node: str) -> tuple[str, str]:
         body = {

@@ -140,6 +140,13 @@ class EventRecorder:
         self._status_memo.pop(key, None)
         self._assumed.pop(key, None)
 
+    async def nominate(self, pod: PodInfo, node: str) -> None:
+        """``status.nominatedNodeName = node`` for the binding cycle (upstream's
+        NominatedNodeNameForExpectation, before PreBind). What we last wrote is forgotten, so
+        that a failure after it writes its condition, and clears the nomination, again."""
+        self._status_memo.pop(pod.key, None)
+        await self.patch_status(pod, {"status": {"nominatedNodeName": node}})
+
     def clear_nomination(self, pod: PodInfo) -> None:
         self._status_memo.pop(pod.key, None)
         self.spawn(self.patch_status(pod, {"status": {"nominatedNodeName": None}}))

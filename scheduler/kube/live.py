@@ -89,7 +89,11 @@ class LiveScheduler:
             wake=self._wake,
         )
         self.binder = Binder(
-            client, on_result=self._bind_result, spawn=self.spawn, metrics=self.metrics
+            client,
+            on_result=self._bind_result,
+            spawn=self.spawn,
+            metrics=self.metrics,
+            nominate=self.recorder.nominate,
         )
         self.scheduler = Scheduler(
             config,

@@ -649,5 +649,14 @@ def test_pre_bind_sets_the_nomination_first_then_binds_and_a_rejection_sends_no_
         assert last["conditions"][0]["reason"] == "Unschedulable"
         assert last["conditions"][0]["message"] == "cannot prepare"
         assert last["nominatedNodeName"] is None
+        # Tried again and turned down with the same message: the nomination written before
+        # PreBind is cleared again (the recorder forgot what it wrote last).
+        before = len(h.status_patches("default/c"))
+        h.core.queue.activate(["default/c"])
+        result = h.core.schedule_one()
+        assert result is not None and result.outcome == "assumed"
+        await h.drain()
+        again = h.status_patches("default/c")[before:]
+        assert [p["status"].get("nominatedNodeName", "-") for p in again] == ["n1", None]
 
     _run(go())

@@ -658,5 +658,17 @@ def test_pre_bind_sets_the_nomination_first_then_binds_and_a_rejection_sends_no_
         await h.drain()
         again = h.status_patches("default/c")[before:]
         assert [p["status"].get("nominatedNodeName", "-") for p in again] == ["n1", None]
+        # Upstream's extension point durations, by status.
+        reg = h.s.metrics.registry
+
+        def count(point: str, status: str) -> float:
+            labels = {"extension_point": point, "status": status, "profile": "py-scheduler"}
+            name = "scheduler_framework_extension_point_duration_seconds_count"
+            return reg.get_sample_value(name, labels) or 0.0
+
+        assert count("PreBindPreFlight", "Success") == 3  # a, c, c again
+        assert count("PreBindPreFlight", "Skip") == 1  # b
+        assert count("PreBind", "Success") == 2  # a; b (its plugin skipped)
+        assert count("PreBind", "Unschedulable") == 2  # c twice
 
     _run(go())

@@ -14,7 +14,13 @@ extension points below; the framework calls each on the scheduler's single threa
 - ``pre_score(state, pod, nodes, snapshot) -> Status``
 - ``score(state, pod, node_info) -> int`` and, optionally,
   ``normalize_scores(state, pod, scores) -> None`` (in place, to 0..MAX_NODE_SCORE)
-- ``events_to_register() -> list[EventRegistration]`` (queueing hints), optional
+- ``reserve(state, pod, node_name) -> Status`` with ``unreserve(state, pod, node_name)``
+  (both or neither)
+- ``pre_bind(state, pod, node_name) -> Status`` and, optionally,
+  ``pre_bind_pre_flight(state, pod, node_name) -> Status`` (SUCCESS or SKIP)
+- ``post_bind(state, pod, node_name) -> None``
+- ``events_to_register() -> list[EventRegistration]`` (queueing hints), optional: without
+  it the plugin is told of every cluster event
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 - Filter: nodes carrying the ``avoid`` label (``key=value``) do not fit, unless the pod
   tolerates it with the same label on itself (a simple opt-in).
 - Score: nodes carrying the ``prefer`` label score 100, others 0.
+- Queueing hints: a pod this plugin turned down is tried again when a node is added, or
+  when a node's update removes the ``avoid`` label (other events cannot change its mind;
+  the pod's own updates always bring it back).
 
 Configuration (``pluginConfig``)::
 
@@ -15,7 +18,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.plugins import MAX_NODE_SCORE, SUCCESS, CycleState, NodeInfo, PodInfo, Status
+from scheduler.plugins import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    NodeInfo,
+    NodeRecord,
+    PodInfo,
+    QueueingHint,
+    Status,
+)
 
 
 def _label(args: Mapping[str, Any], field: str) -> tuple[str, str] | None:
@@ -53,3 +67,21 @@ class LabelPolicy:
             return 0
         key, value = self.prefer
         return MAX_NODE_SCORE if node.labels.get(key) == value else 0
+
+    def _avoided(self, node: Any) -> bool:
+        if self.avoid is None or not isinstance(node, NodeRecord):
+            return False
+        key, value = self.avoid
+        return node.labels.get(key) == value
+
+    def events_to_register(self) -> list[EventRegistration]:
+        def lifted(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            """A node that had the avoid label lost it."""
+            if self._avoided(old) and not self._avoided(new):
+                return QueueingHint.QUEUE
+            return QueueingHint.SKIP
+
+        return [
+            EventRegistration(ClusterEvent("Node", "Add")),
+            EventRegistration(ClusterEvent("Node", "Update"), lifted),
+        ]

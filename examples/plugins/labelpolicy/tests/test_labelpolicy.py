@@ -16,7 +16,7 @@ from labelpolicy import LabelPolicy  # noqa: E402
 from objects import node, pod  # noqa: E402
 
 from scheduler.config import ConfigError, parse_config  # noqa: E402
-from scheduler.plugins import Code, CycleState, NodeInfo  # noqa: E402
+from scheduler.plugins import ClusterEvent, Code, CycleState, NodeInfo, QueueingHint  # noqa: E402
 from scheduler.types import node_from_dict, pod_from_dict  # noqa: E402
 
 CONFIG = {
@@ -42,6 +42,19 @@ def test_filter_and_score() -> None:
     opted_in = pod_from_dict(pod("q", labels={"maintenance": "true"}))
     assert p.filter(CycleState(), opted_in, busy).is_success()
     assert (p.score(CycleState(), plain, ssd), p.score(CycleState(), plain, busy)) == (100, 0)
+
+
+def test_hints_bring_a_pod_back_only_when_a_node_could_now_fit() -> None:
+    p = LabelPolicy({"avoid": "maintenance=true"})
+    add, update = p.events_to_register()
+    assert add.event == ClusterEvent("Node", "Add") and add.hint is None  # always: new room
+    assert update.event == ClusterEvent("Node", "Update") and update.hint is not None
+    busy = node_from_dict(node("a", labels={"maintenance": "true"}))
+    done = node_from_dict(node("a"))
+    plain = pod_from_dict(pod("p"))
+    assert update.hint(plain, busy, done) is QueueingHint.QUEUE  # the label was lifted
+    assert update.hint(plain, done, busy) is QueueingHint.SKIP
+    assert update.hint(plain, done, done) is QueueingHint.SKIP
 
 
 def test_configuration_loads_it_and_refuses_bad_args_naming_the_field() -> None:

@@ -225,9 +225,7 @@ class Framework:
                 continue
             if st.is_rejected():
                 return st.with_plugin(p.name)
-            return Status(
-                Code.ERROR, (f"running PreBind plugin {p.name!r}: {st.message()}",), p.name
-            )
+            return Status(Code.ERROR, (f"running PreBind plugin {p.name}: {st.message()}",), p.name)
         return SUCCESS
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:

@@ -569,7 +569,7 @@ def prep_core() -> Iterator[tuple[SchedulerCore, RecordingBinder, RecordingRecor
             Code.SUCCESS,
             "prebind",
             "SchedulerError",
-            "running PreBind plugin 'Prep': storage API down",
+            "running PreBind plugin Prep: storage API down",
             id="error",
         ),
     ],

@@ -230,3 +230,32 @@ def test_node_lease_setting_reaches_kwok_and_the_node_lifecycle_controller(
     for bad in ("5", "1m", "-3"):
         with pytest.raises(localcluster.ClusterError, match="PY_SCHEDULER_NODE_LEASE_SECONDS"):
             localcluster.node_lease_seconds({"PY_SCHEDULER_NODE_LEASE_SECONDS": bad})
+
+
+def test_ports_are_picked_below_the_ephemeral_range() -> None:
+    """No outgoing connection can take a component's port while it restarts."""
+    low, _ = localcluster._ephemeral_range()
+    ports = localcluster.allocate_ports({})
+    assert len(set(ports.values())) == len(ports)
+    if low > 11000:  # room below the range (Linux's default starts at 32768)
+        assert all(10000 <= p < low for p in ports.values()), ports
+
+
+def test_a_restart_moves_kwok_off_a_held_port_but_never_a_pinned_or_api_port(
+    tmp_path: Path, unused_tcp_listener: int
+) -> None:
+    held = unused_tcp_listener
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    local = localcluster.LocalCluster(state_dir, env={}, bin_dir=tmp_path)
+    state = {"ports": {"kube-apiserver": held, "kwok": held}}
+    assert not local._move_port_if_taken("kube-apiserver", state)  # clients know that one
+    assert local._move_port_if_taken("kwok", state)
+    moved = state["ports"]["kwok"]
+    assert moved != held and localcluster.port_is_free(moved)
+    assert f'"kwok": {moved}' in local.pids_file.read_text()  # recorded for `status`
+    pinned = localcluster.LocalCluster(
+        state_dir, env={"PY_SCHEDULER_KWOK_PORT": str(held)}, bin_dir=tmp_path
+    )
+    state = {"ports": {"kwok": held}}
+    assert not pinned._move_port_if_taken("kwok", state) and state["ports"]["kwok"] == held

@@ -376,9 +376,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
-    reserve: tuple[str, ...] = ()
-    pre_bind: tuple[str, ...] = ()
-    post_bind: tuple[str, ...] = ()
+    # The binding-cycle points: out-of-tree plugins only (no in-tree plugin has one here).
+    binding: dict[str, tuple[str, ...]] = {"reserve": (), "preBind": (), "postBind": ()}
     weights = dict(DEFAULT_SCORE_WEIGHTS)
     if profiles is not None:
         if not isinstance(profiles, list) or len(profiles) != 1:
@@ -420,7 +419,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             scores = tuple(n for n in scores if n in mp) + extra
             post_filters = tuple(n for n in post_filters if n in mp) + extra
             pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
-            reserve, pre_bind, post_bind = extra, extra, extra
+            binding = dict.fromkeys(binding, extra)
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
@@ -449,18 +448,10 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 pre_enqueue,
                 PRE_ENQUEUE_PLUGINS + ext,
             )
-        if "reserve" in plugins:
-            reserve, _ = _plugin_set(
-                r, plugins["reserve"], "profiles[0].plugins.reserve", reserve, ext
-            )
-        if "preBind" in plugins:
-            pre_bind, _ = _plugin_set(
-                r, plugins["preBind"], "profiles[0].plugins.preBind", pre_bind, ext
-            )
-        if "postBind" in plugins:
-            post_bind, _ = _plugin_set(
-                r, plugins["postBind"], "profiles[0].plugins.postBind", post_bind, ext
-            )
+        for point, names in binding.items():
+            if point in plugins:
+                path = f"profiles[0].plugins.{point}"
+                binding[point], _ = _plugin_set(r, plugins[point], path, names, ext)
         for point in ("queueSort", "permit", "bind"):
             if point in plugins:
                 _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
@@ -486,9 +477,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             *filters,
             *scores,
             *post_filters,
-            *reserve,
-            *pre_bind,
-            *post_bind,
+            *binding["reserve"],
+            *binding["preBind"],
+            *binding["postBind"],
         )
         if n in external
     )
@@ -513,9 +504,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         scores=scores,
         post_filters=post_filters,
         pre_enqueue=pre_enqueue,
-        reserve=reserve,
-        pre_bind=pre_bind,
-        post_bind=post_bind,
+        reserve=binding["reserve"],
+        pre_bind=binding["preBind"],
+        post_bind=binding["postBind"],
         score_weights=weights,
         out_of_tree=tuple(out_of_tree),
     )

@@ -31,7 +31,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -83,6 +83,8 @@ ERR_NO_NODES = "no nodes available to schedule pods"
 # Reasons of the PodScheduled=False condition, as upstream.
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
+
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,7 +488,7 @@ class SchedulerCore:
         st = self._timed("Reserve", fw.run_reserve, state, assumed, host)
         if st.is_success():
             return None
-        self._timed_notify("Unreserve", fw.run_unreserve, state, assumed, host)
+        self._timed("Unreserve", fw.run_unreserve, state, assumed, host)
         self.cache.forget_pod(assumed.key)
         pod = qpi.pod
         if st.is_rejected():
@@ -509,33 +511,20 @@ class SchedulerCore:
     def _timed(
         self,
         point: str,
-        run: Callable[[CycleState, PodInfo, str], Status],
+        run: Callable[[CycleState, PodInfo, str], _R],
         state: CycleState,
         pod: PodInfo,
         node: str,
-    ) -> Status:
-        """``run(state, pod, node)``, observed as upstream's extension point duration with
-        the status code's name."""
+    ) -> _R:
+        """``run(state, pod, node)``, observed as upstream's extension point duration, with
+        the returned status's code name ("Success" for a point that returns nothing)."""
         if self.observer is None:
             return run(state, pod, node)
         t0 = time.perf_counter()
-        st = run(state, pod, node)
-        self.observer.extension_point(point, CODE_NAMES[st.code], time.perf_counter() - t0)
-        return st
-
-    def _timed_notify(
-        self,
-        point: str,
-        run: Callable[[CycleState, PodInfo, str], None],
-        state: CycleState,
-        pod: PodInfo,
-        node: str,
-    ) -> None:
-        """The same for a point that returns nothing (Unreserve, PostBind): "Success"."""
-        t0 = time.perf_counter()
-        run(state, pod, node)
-        if self.observer is not None:
-            self.observer.extension_point(point, "Success", time.perf_counter() - t0)
+        result = run(state, pod, node)
+        code = CODE_NAMES[result.code] if isinstance(result, Status) else "Success"
+        self.observer.extension_point(point, code, time.perf_counter() - t0)
+        return result
 
     def _schedule_pod(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
         n = self.snapshot.num_nodes()
@@ -863,7 +852,7 @@ class SchedulerCore:
             self.recorder.scheduled(pod, b.node)
             if b.state is not None and self.framework.post_bind_plugins:
                 bound = pod_with(pod, node_name=b.node)
-                self._timed_notify("PostBind", self.framework.run_post_bind, b.state, bound, b.node)
+                self._timed("PostBind", self.framework.run_post_bind, b.state, bound, b.node)
             return
         self._unwind_binding(b, outcome, message)
 
@@ -873,7 +862,7 @@ class SchedulerCore:
         key = b.qpi.pod.key
         if b.state is not None and self.framework.reserve_plugins:
             assumed = pod_with(b.qpi.pod, node_name=b.node)
-            self._timed_notify("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
+            self._timed("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
         self.cache.forget_pod(key)
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent("AssignedPod", "Delete"), pod_with(b.qpi.pod, node_name=b.node), None

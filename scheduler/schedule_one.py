@@ -98,6 +98,19 @@ class BindingCycle:
     pre_flight: Callable[[], Status]
     pre_bind: Callable[[], Status]
 
+    def begin(self) -> tuple[Status | None, bool]:
+        """Run the pre-flight: (the status that stops the binding, or None; whether the
+        pod's nominatedNodeName is to be set before ``finish``)."""
+        st = self.pre_flight()
+        if st.is_success():
+            return None, True
+        return (None, False) if st.is_skip() else (st, False)
+
+    def finish(self) -> Status | None:
+        """Run PreBind: None when the Binding may be sent, else the status that stops it."""
+        st = self.pre_bind()
+        return None if st.is_success() else st
+
 
 def binding_step_outcome(st: Status) -> str:
     """The BindOutcome of a failed BindingCycle step."""

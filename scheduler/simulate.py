@@ -139,11 +139,8 @@ def _run_binding_cycle(cycle: BindingCycle | None) -> Status | None:
     None when the Binding may go ahead, else the status that stopped it."""
     if cycle is None:
         return None
-    st = cycle.pre_flight()
-    if not st.is_success() and not st.is_skip():
-        return st
-    st = cycle.pre_bind()
-    return None if st.is_success() else st
+    failed, _ = cycle.begin()
+    return failed if failed is not None else cycle.finish()
 
 
 @dataclass

@@ -90,15 +90,13 @@ class Binder:
         has work to do, the pod's nominatedNodeName is set to the node (so that other
         components, an autoscaler say, see where it is going while PreBind works; a failed
         update is logged and the binding goes on, as upstream); PreBind; the Binding."""
-        st = cycle.pre_flight()
-        if st.is_success():
-            if self.nominate is not None:
-                await self.nominate(pod, node)  # a failure is logged; the binding goes on
-        elif not st.is_skip():
-            return binding_step_outcome(st), st.message()
-        st = cycle.pre_bind()
-        if not st.is_success():
-            return binding_step_outcome(st), st.message()
+        failed, nominate = cycle.begin()
+        if failed is None and nominate and self.nominate is not None:
+            await self.nominate(pod, node)  # a failure is logged; the binding goes on
+        if failed is None:
+            failed = cycle.finish()
+        if failed is not None:
+            return binding_step_outcome(failed), failed.message()
         return await self.bind_now(pod, node)
 
     async def bind_now(self, pod: PodInfo, node: str) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 
 from scheduler.framework.outoftree import discover, instantiate
+from scheduler.framework.waiting_pods import FrameworkHandle, WaitingPods
 
 __all__ = [
     "ALL_PLUGINS",
@@ -134,6 +135,7 @@ class SchedulerConfig:
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
     # Out-of-tree only: no in-tree plugin of ours has a Reserve, PreBind or PostBind point.
     reserve: tuple[str, ...] = ()
+    permit: tuple[str, ...] = ()
     pre_bind: tuple[str, ...] = ()
     post_bind: tuple[str, ...] = ()
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
@@ -377,7 +379,12 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
     # The binding-cycle points: out-of-tree plugins only (no in-tree plugin has one here).
-    binding: dict[str, tuple[str, ...]] = {"reserve": (), "preBind": (), "postBind": ()}
+    binding: dict[str, tuple[str, ...]] = {
+        "reserve": (),
+        "permit": (),
+        "preBind": (),
+        "postBind": (),
+    }
     weights = dict(DEFAULT_SCORE_WEIGHTS)
     if profiles is not None:
         if not isinstance(profiles, list) or len(profiles) != 1:
@@ -452,7 +459,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             if point in plugins:
                 path = f"profiles[0].plugins.{point}"
                 binding[point], _ = _plugin_set(r, plugins[point], path, names, ext)
-        for point in ("queueSort", "permit", "bind"):
+        for point in ("queueSort", "bind"):
             if point in plugins:
                 _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
         for i, pc in enumerate(prof.get("pluginConfig") or ()):
@@ -478,6 +485,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             *scores,
             *post_filters,
             *binding["reserve"],
+            *binding["permit"],
             *binding["preBind"],
             *binding["postBind"],
         )
@@ -487,7 +495,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     for name in enabled:
         args = external_args.get(name, {})
         try:
-            instantiate(external[name], args)  # the plugin validates its own args
+            # The plugin validates its own args (a throwaway handle for those that take one).
+            instantiate(external[name], args, FrameworkHandle(WaitingPods()))
         except (ValueError, TypeError) as e:
             where = next(
                 (
@@ -505,6 +514,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         post_filters=post_filters,
         pre_enqueue=pre_enqueue,
         reserve=binding["reserve"],
+        permit=binding["permit"],
         pre_bind=binding["preBind"],
         post_bind=binding["postBind"],
         score_weights=weights,

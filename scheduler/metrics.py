@@ -53,6 +53,13 @@ class Metrics:
             buckets=_SLI_BUCKETS,
             registry=r,
         )
+        self.permit_wait_seconds = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit, by result (Success, Unschedulable, Error).",
+            ["result"],
+            buckets=tuple(0.001 * 2**i for i in range(15)),
+            registry=r,
+        )
         self.unschedulable_pods = Gauge(
             "scheduler_unschedulable_pods",
             "Pods waiting in the unschedulable map, by the plugin that rejected them.",
@@ -160,6 +167,9 @@ class Metrics:
 
     def pod_scheduled(self, attempts: int, sli_seconds: float) -> None:
         self.child(self.sli_seconds, str(attempts)).observe(sli_seconds)
+
+    def permit_wait(self, result: str, seconds: float) -> None:
+        self.child(self.permit_wait_seconds, result).observe(seconds)
 
     def set_unschedulable(self, per_plugin: Mapping[str, int]) -> None:
         """Pods waiting in the unschedulable map, by the plugin that rejected them."""

@@ -54,6 +54,7 @@ from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.preemption import PreemptionActions, fit_error_message
+from scheduler.framework.waiting_pods import WaitingPod
 from scheduler.types import (
     NodeInfo,
     NodeRecord,
@@ -97,14 +98,32 @@ class BindingCycle:
 
     pre_flight: Callable[[], Status]
     pre_bind: Callable[[], Status]
+    # The pod held at Permit (None: no Permit plugin asked to wait): the binder waits for
+    # its outcome (``WaitingPod.on_done``) between ``begin`` and ``finish``, calling
+    # ``expire`` once ``permit_timeout()`` seconds (the earliest pending plugin's) pass.
+    waiting: WaitingPod | None = None
+    permit_timeout: Callable[[], float | None] = lambda: None
+    expire: Callable[[], object] = lambda: None
 
     def begin(self) -> tuple[Status | None, bool]:
         """Run the pre-flight: (the status that stops the binding, or None; whether the
-        pod's nominatedNodeName is to be set before ``finish``)."""
+        pod's nominatedNodeName is to be set before ``finish``: a PreBind plugin has work
+        to do, or the pod waits at Permit, as upstream's WillWaitOnPermit)."""
         st = self.pre_flight()
         if st.is_success():
             return None, True
-        return (None, False) if st.is_skip() else (st, False)
+        return (None, self.waiting is not None) if st.is_skip() else (st, False)
+
+    def permitted(self, outcome: Status) -> Status | None:
+        """The end of the wait at Permit: None when every plugin allowed the pod, else the
+        status that stops the binding (upstream's WaitOnPermit): a rejection as it is, a
+        preemption or any other stop as an error."""
+        if outcome.is_success():
+            return None
+        if outcome.is_rejected():
+            return outcome
+        message = f"waiting on permit for pod: {outcome.message()}"
+        return Status(Code.ERROR, (message,), outcome.plugin)
 
     def finish(self) -> Status | None:
         """Run PreBind: None when the Binding may be sent, else the status that stops it."""
@@ -112,8 +131,10 @@ class BindingCycle:
         return None if st.is_success() else st
 
 
-def binding_step_outcome(st: Status) -> str:
-    """The BindOutcome of a failed BindingCycle step."""
+def binding_step_outcome(st: Status, *, at_permit: bool = False) -> str:
+    """The BindOutcome of a failed BindingCycle step (``at_permit``: the wait at Permit)."""
+    if at_permit and st.is_rejected():
+        return BindOutcome.PERMIT
     return BindOutcome.REJECTED if st.is_rejected() else BindOutcome.PRE_BIND
 
 
@@ -137,8 +158,8 @@ class Recorder(Protocol):
 class CycleObserver(Protocol):
     """Where a cycle's timings go (the live scheduler's Prometheus metrics; nothing in
     ``simulate``). Upstream's names: scheduling_algorithm_duration, framework
-    extension_point_duration, plugin_execution_duration (sampled cycles only) and
-    pod_scheduling_sli_duration."""
+    extension_point_duration, plugin_execution_duration (sampled cycles only),
+    pod_scheduling_sli_duration and permit_wait_duration."""
 
     def algorithm_duration(self, seconds: float) -> None: ...
 
@@ -147,6 +168,8 @@ class CycleObserver(Protocol):
     def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
 
     def pod_scheduled(self, attempts: int, sli_seconds: float) -> None: ...
+
+    def permit_wait(self, result: str, seconds: float) -> None: ...
 
 
 # Upstream's pluginMetricsSamplePercent: plugin durations are recorded in 10% of cycles.
@@ -159,7 +182,8 @@ class BindOutcome:
     GONE = "gone"  # 404: the pod was deleted
     ERROR = "error"  # anything else after retries
     REJECTED = "rejected"  # a PreBind plugin rejected the pod (no Binding was sent)
-    PRE_BIND = "prebind"  # PreBindPreFlight or PreBind failed (no Binding was sent)
+    PRE_BIND = "prebind"  # PreBindPreFlight, PreBind or the wait at Permit failed (no Binding)
+    PERMIT = "permit"  # rejected while waiting at Permit: unschedulable for that plugin
 
 
 @dataclass(slots=True)
@@ -215,6 +239,7 @@ class _Binding:
     qpi: QueuedPodInfo
     node: str
     state: CycleState | None = None  # for Unreserve and PostBind; None: no such plugins
+    waiting: WaitingPod | None = None  # held at Permit (the pod is still in flight)
 
 
 @dataclass
@@ -325,8 +350,16 @@ class SchedulerCore:
         self.evaluator.forget_preemptor(pod.key)
         self.queue.delete(pod.key)
         # A pod deleted while its binding is in flight must not come back to the queue when
-        # that binding fails (upstream finds it gone from the informer and drops it).
-        self._binding.pop(pod.key, None)
+        # that binding fails (upstream finds it gone from the informer and drops it). Its
+        # Reserve plugins are told (upstream's binding cycle fails and unreserves); a pod
+        # held at Permit is let go ("removed", as upstream's RejectWaitingPod).
+        b = self._binding.pop(pod.key, None)
+        if b is not None:
+            if b.waiting is not None:
+                b.waiting.reject("", "removed")
+            if b.state is not None and self.framework.reserve_plugins:
+                assumed = pod_with(b.qpi.pod, node_name=b.node)
+                self._timed("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
         if pod.node_name or self.cache.get_pod(pod.key) is not None:
             self._remove_assigned(pod.key)
 
@@ -412,9 +445,11 @@ class SchedulerCore:
     # ================================================================== periodic work
     def flush(self) -> None:
         """Backoff and unschedulable-timeout flushes (the live loop calls this every second,
-        as upstream's flushers). Assumed pods never expire: only the watch confirms them."""
+        as upstream's flushers), and Permit timeouts (the binder also expires its own pod's
+        on time). Assumed pods never expire: only the watch confirms them."""
         self.queue.flush_backoff_completed()
         self.queue.flush_unschedulable_left_over()
+        self.expire_waiting()
 
     # ================================================================== one cycle
     def schedule_one(self) -> CycleResult | None:
@@ -464,10 +499,18 @@ class SchedulerCore:
             failed = self._reserve(qpi, state, assumed, host)
             if failed is not None:
                 return failed
-        self.queue.done(pod.key)
-        plugged = fw.reserve_plugins or fw.pre_bind_plugins or fw.post_bind_plugins
-        self._binding[pod.key] = _Binding(qpi, host, state if plugged else None)
-        if fw.pre_bind_plugins:
+        waiting: WaitingPod | None = None
+        if fw.permit_plugins:
+            failed, waiting = self._permit(qpi, state, assumed, host)
+            if failed is not None:
+                return failed
+        if waiting is None:
+            self.queue.done(pod.key)
+        plugged = (
+            fw.reserve_plugins or fw.permit_plugins or fw.pre_bind_plugins or fw.post_bind_plugins
+        )
+        self._binding[pod.key] = _Binding(qpi, host, state if plugged else None, waiting)
+        if fw.pre_bind_plugins or waiting is not None:
             self.binder.bind(
                 assumed,
                 host,
@@ -476,6 +519,9 @@ class SchedulerCore:
                         "PreBindPreFlight", fw.run_pre_bind_pre_flight, state, assumed, host
                     ),
                     pre_bind=lambda: self._timed("PreBind", fw.run_pre_bind, state, assumed, host),
+                    waiting=waiting,
+                    permit_timeout=self._permit_timeout(waiting),
+                    expire=self.expire_waiting,
                 ),
             )
         else:
@@ -493,15 +539,26 @@ class SchedulerCore:
         self, qpi: QueuedPodInfo, state: CycleState, assumed: PodInfo, host: str
     ) -> CycleResult | None:
         """Upstream's Reserve step of assumeAndReserve: None when every Reserve plugin
-        agreed. Otherwise Unreserve runs on all of them, the assumed pod is forgotten, and
-        the attempt fails: a rejection as "unschedulable" on that node (the plugin's hints
-        decide when it comes back; no PostFilter), anything else as an error. Either way the
-        nomination is cleared, as upstream's clearNominatedNode."""
-        fw = self.framework
-        st = self._timed("Reserve", fw.run_reserve, state, assumed, host)
+        agreed, else the failed attempt (``_fail_after_assume``)."""
+        st = self._timed("Reserve", self.framework.run_reserve, state, assumed, host)
         if st.is_success():
             return None
-        self._timed("Unreserve", fw.run_unreserve, state, assumed, host)
+        if not st.is_rejected():
+            message = f"running Reserve plugin {st.plugin}: {st.message()}"
+            st = Status(Code.ERROR, (message,), st.plugin)
+        return self._fail_after_assume(qpi, state, assumed, host, st)
+
+    def _fail_after_assume(
+        self, qpi: QueuedPodInfo, state: CycleState, assumed: PodInfo, host: str, st: Status
+    ) -> CycleResult:
+        """A Reserve or Permit plugin turned the assumed pod down: Unreserve runs on every
+        Reserve plugin, the assumed pod is forgotten, and the attempt fails: a rejection as
+        "unschedulable" on that node (the plugin's hints decide when it comes back; no
+        PostFilter), anything else as an error. Either way the nomination is cleared, as
+        upstream's clearNominatedNode."""
+        fw = self.framework
+        if fw.reserve_plugins:
+            self._timed("Unreserve", fw.run_unreserve, state, assumed, host)
         self.cache.forget_pod(assumed.key)
         pod = qpi.pod
         if st.is_rejected():
@@ -517,9 +574,57 @@ class SchedulerCore:
                 node_statuses=statuses,
             )
         qpi.errored = True
-        message = f"running Reserve plugin {st.plugin}: {st.message()}"
+        message = st.message()
         self._record_failure(qpi, REASON_SCHEDULER_ERROR, message, "")
         return CycleResult(pod, "error", message=message, nominated_node="")
+
+    def _permit(
+        self, qpi: QueuedPodInfo, state: CycleState, assumed: PodInfo, host: str
+    ) -> tuple[CycleResult | None, WaitingPod | None]:
+        """Upstream's Permit step of prepareForBindingCycle: (None, None) when every Permit
+        plugin allowed the pod; (None, the waiting pod) when some asked to wait (the pod
+        stays in flight, its queue events kept, until the wait ends: ``_waited``). A
+        rejection or an error fails the attempt as in ``_reserve``, after Unreserve."""
+        fw = self.framework
+        st, timeouts = self._timed_permit(state, assumed, host)
+        if st.code is Code.WAIT:
+            wp = fw.waiting_pods.add(assumed, timeouts, self.clock.now())
+            wp.on_done(lambda outcome: self._waited(qpi, wp, outcome))
+            return None, wp
+        if st.is_success():
+            return None, None
+        return self._fail_after_assume(qpi, state, assumed, host, st), None
+
+    def _timed_permit(
+        self, state: CycleState, pod: PodInfo, node: str
+    ) -> tuple[Status, dict[str, float]]:
+        if self.observer is None:
+            return self.framework.run_permit(state, pod, node)
+        t0 = time.perf_counter()
+        result = self.framework.run_permit(state, pod, node)
+        seconds = time.perf_counter() - t0
+        self.observer.extension_point("Permit", CODE_NAMES[result[0].code], seconds)
+        return result
+
+    def _waited(self, qpi: QueuedPodInfo, wp: WaitingPod, outcome: Status) -> None:
+        """The wait at Permit ended. Allowed: the pod's cycle is over for the queue (upstream
+        calls Done after WaitOnPermit). Stopped: the binder reports it (``on_bind_result``)
+        and the pod goes back to the queue from flight, its in-flight events considered."""
+        if self.observer is not None:
+            self.observer.permit_wait(CODE_NAMES[outcome.code], self.clock.now() - wp.since)
+        if outcome.is_success():
+            self.queue.done(qpi.pod.key)
+
+    def _permit_timeout(self, wp: WaitingPod | None) -> Callable[[], float | None]:
+        def remaining() -> float | None:
+            deadline = wp.next_deadline() if wp is not None else None
+            return None if deadline is None else max(0.0, deadline - self.clock.now())
+
+        return remaining
+
+    def expire_waiting(self) -> int:
+        """Reject the pods whose wait at Permit timed out (by the core's clock)."""
+        return self.framework.waiting_pods.expire(self.clock.now())
 
     def _timed(
         self,
@@ -851,7 +956,9 @@ class SchedulerCore:
         self.recorder.failed(pod, reason=reason, message=message, nominated_node=nominating)
 
     # ================================================================== binding results
-    def on_bind_result(self, key: str, outcome: str, message: str = "") -> None:
+    def on_bind_result(self, key: str, outcome: str, message: str = "", plugin: str = "") -> None:
+        """The binder's report. ``plugin``: the Permit plugin that rejected the pod, with
+        ``BindOutcome.PERMIT``."""
         b = self._binding.pop(key, None)
         if b is None:
             return
@@ -867,9 +974,9 @@ class SchedulerCore:
                 bound = pod_with(pod, node_name=b.node)
                 self._timed("PostBind", self.framework.run_post_bind, b.state, bound, b.node)
             return
-        self._unwind_binding(b, outcome, message)
+        self._unwind_binding(b, outcome, message, plugin)
 
-    def _unwind_binding(self, b: _Binding, outcome: str, message: str) -> None:
+    def _unwind_binding(self, b: _Binding, outcome: str, message: str, plugin: str = "") -> None:
         """The one path for failures after assume: Unreserve, forget, then requeue unless
         pointless."""
         key = b.qpi.pod.key
@@ -877,9 +984,22 @@ class SchedulerCore:
             assumed = pod_with(b.qpi.pod, node_name=b.node)
             self._timed("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
         self.cache.forget_pod(key)
-        self.queue.move_all_to_active_or_backoff(
-            ClusterEvent("AssignedPod", "Delete"), pod_with(b.qpi.pod, node_name=b.node), None
-        )
+        freed = pod_with(b.qpi.pod, node_name=b.node)
+        if outcome == BindOutcome.PERMIT:
+            # Upstream: unschedulable for the rejecting Permit plugin, as a FitError on the
+            # node; the pod leaves flight first (its in-flight events decide between
+            # backoff and the unschedulable pods), then the room it held is announced to
+            # the other pods only, or that event would send it straight to backoff.
+            st = Status(Code.UNSCHEDULABLE, (message,), plugin)
+            b.qpi.unschedulable_plugins = {plugin} if plugin else set()
+            self._record_failure(
+                b.qpi, REASON_UNSCHEDULABLE, fit_error_message(1, {b.node: st}), ""
+            )
+            self.queue.move_all_to_active_or_backoff(
+                ClusterEvent("AssignedPod", "Delete"), freed, None, skip=key
+            )
+            return
+        self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Delete"), freed, None)
         if outcome in (BindOutcome.GONE, BindOutcome.CONFLICT):
             # Deleted, or already bound: the watch delivers the truth; never retry blindly.
             return

@@ -134,15 +134,6 @@ def derive_pdb_status(pdb: PDBInfo, bound: Sequence[PodInfo]) -> PDBInfo:
 # ------------------------------------------------------------------------- ports
 
 
-def _run_binding_cycle(cycle: BindingCycle | None) -> Status | None:
-    """The PreBind steps as the live binder runs them (no nominatedNodeName to write here):
-    None when the Binding may go ahead, else the status that stopped it."""
-    if cycle is None:
-        return None
-    failed, _ = cycle.begin()
-    return failed if failed is not None else cycle.finish()
-
-
 @dataclass
 class _SimPorts:
     """Binder, Recorder and PreemptionActions of the simulation: they only remember what
@@ -308,6 +299,8 @@ class _Simulation:
         self.generation = 0  # bumps on every bind and every deletion
         self.deleted_at = 0  # the generation of the last deletion
         self.last_attempt: dict[str, int] = {}
+        # Binding cycles waiting at Permit, in the order their pods were assumed.
+        self.held: list[tuple[PodInfo, str, BindingCycle | None]] = []
 
     def load(self) -> None:
         core = self.core
@@ -331,7 +324,7 @@ class _Simulation:
         for _ in range(limit):
             result = self.core.schedule_one()
             if result is None:
-                if not self._retry_waiting():
+                if not self._retry_waiting() and not self._expire_held():
                     self._report_gated()
                     return
                 continue
@@ -376,31 +369,68 @@ class _Simulation:
         return True
 
     def _apply_binds(self) -> None:
+        """The binding cycles, as the live binder runs them (no nominatedNodeName to write
+        here): PreBindPreFlight, the wait at Permit, PreBind, the Binding. A pod held at
+        Permit stays in ``held`` until a later cycle's plugin allows or rejects it, or its
+        timeout passes (``_expire_held``); pods held earlier go first."""
         core = self.core
         binds, self.ports.binds = self.ports.binds, []
+        changed = False
         for pod, node, cycle in binds:
-            failed = _run_binding_cycle(cycle)
-            if failed is not None:  # no Binding: the core unreserves and requeues the pod
-                core.on_bind_result(pod.key, binding_step_outcome(failed), failed.message())
-                # The cycle's "scheduled" decision did not hold: say what stopped it.
-                outcome = "unschedulable" if failed.is_rejected() else "error"
-                for i in range(len(self.decisions) - 1, -1, -1):
-                    if self.decisions[i]["pod"] == pod.key:
-                        self.decisions[i] = {
-                            "pod": pod.key,
-                            "outcome": outcome,
-                            "message": failed.message(),
-                        }
-                        break
-                continue
+            if cycle is not None:
+                failed, _ = cycle.begin()
+                if failed is not None:
+                    self._binding_failed(pod, failed, binding_step_outcome(failed))
+                    continue
+            self.held.append((pod, node, cycle))
+        still: list[tuple[PodInfo, str, BindingCycle | None]] = []
+        for pod, node, cycle in self.held:
+            if cycle is not None and cycle.waiting is not None:
+                outcome = cycle.waiting.outcome
+                if outcome is None:
+                    still.append((pod, node, cycle))
+                    continue
+                failed = cycle.permitted(outcome)
+                if failed is not None:
+                    at_permit = binding_step_outcome(failed, at_permit=True)
+                    self._binding_failed(pod, failed, at_permit)
+                    continue
+            if cycle is not None:
+                failed = cycle.finish()
+                if failed is not None:
+                    self._binding_failed(pod, failed, binding_step_outcome(failed))
+                    continue
             core.on_bind_result(pod.key, BindOutcome.OK)
             running = pod_with(pod, node_name=node, phase="Running", start_time=self.clock.now())
             core.on_pod_update(None, running)
             self.bound[pod.key] = running
             self.placements[pod.key] = node
             self.generation += 1
-        if binds:
+            changed = True
+        self.held = still
+        if changed:
             self._sync_pdbs(deleted=())
+
+    def _binding_failed(self, pod: PodInfo, failed: Status, outcome: str) -> None:
+        """No Binding: the core unreserves and requeues the pod; the cycle's "scheduled"
+        decision did not hold, so it is replaced by what stopped it."""
+        self.core.on_bind_result(pod.key, outcome, failed.message(), failed.plugin)
+        kind = "unschedulable" if failed.is_rejected() else "error"
+        for i in range(len(self.decisions) - 1, -1, -1):
+            if self.decisions[i]["pod"] == pod.key:
+                self.decisions[i] = {"pod": pod.key, "outcome": kind, "message": failed.message()}
+                break
+
+    def _expire_held(self) -> bool:
+        """Nothing else to do while pods wait at Permit: let the virtual clock run to the
+        earliest timeout and reject what timed out. False when nobody waits."""
+        deadline = self.core.framework.waiting_pods.next_deadline()
+        if deadline is None:
+            return False
+        self.clock.set(max(deadline, self.clock.now()))
+        self.core.expire_waiting()
+        self._apply_binds()
+        return True
 
     def _apply_preemptions(self) -> None:
         core = self.core

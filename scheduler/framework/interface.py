@@ -216,6 +216,18 @@ class ReservePlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class PermitPlugin(Plugin, Protocol):
+    """Upstream's PermitPlugin: the last say before the binding cycle, once Reserve agreed.
+    ``permit`` returns ``(status, timeout_seconds)``: SUCCESS lets the pod go on; WAIT
+    holds it (assumed, keeping its room) until the plugin allows it through a
+    ``WaitingPod`` (``FrameworkHandle.get_waiting_pod``), something rejects it, or the
+    timeout (at most 15 minutes) passes; a rejection makes it unschedulable for this
+    plugin's hints; anything else is an error. The timeout is read only with WAIT."""
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]: ...
+
+
+@runtime_checkable
 class PreBindPlugin(Plugin, Protocol):
     """Upstream's PreBindPlugin: work that must be done before the Binding (in the binding
     cycle). A non-SUCCESS status fails the binding (Unreserve runs). An optional

@@ -7,17 +7,18 @@ What it owns:
   ``module:Class``) and from the configuration's ``pluginModules`` map (the same, for local
   modules on ``sys.path``). Configuration names win over entry points.
 - ``instantiate``: ``Class(args)``, where ``args`` is the plugin's ``pluginConfig`` entry (an
-  empty map when there is none). The class validates its args and raises ``ValueError`` (or
-  ``TypeError``) with a message that names the field; the configuration loader turns that
-  into its usual file-and-field error (exit 2).
+  empty map when there is none), or ``Class(args, handle)`` when the class takes a second
+  argument: the FrameworkHandle (waiting pods, for Permit plugins). The class validates its
+  args and raises ``ValueError`` (or ``TypeError``) with a message that names the field;
+  the configuration loader turns that into its usual file-and-field error (exit 2).
 - ``guard``: a wrapper with exactly the extension points the plugin implements, each
   call guarded: an exception in PreFilter, Filter, PreScore or PostFilter becomes an Error
   status naming the plugin; in Score or NormalizeScore it becomes ``PluginRaised``, which
   the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
   status naming the plugin and the scheduler goes on serving other pods. An exception in
   PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in; in
-  Reserve, PreBindPreFlight or PreBind an Error status that fails the attempt or the
-  binding (Unreserve runs). An exception in
+  Reserve, Permit, PreBindPreFlight or PreBind an Error status that fails the attempt or
+  the binding (Unreserve runs). An exception in
   Unreserve or PostBind, which return nothing and cannot fail a pod, is logged
   (``plugin_raised``) and the remaining plugins still run.
 
@@ -27,13 +28,21 @@ The public names a plugin author imports live in ``scheduler.plugins`` (docs/plu
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.backend.queue.events import ANY
 from scheduler.framework.interface import ClusterEvent, Code, EventRegistration, Status
 
-__all__ = ["ENTRY_POINT_GROUP", "PluginRaised", "discover", "guard", "instantiate"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PluginRaised",
+    "discover",
+    "guard",
+    "instantiate",
+    "wants_handle",
+]
 
 ENTRY_POINT_GROUP = "py_scheduler.plugins"
 # The extension points a plugin may implement (method names), in the framework's order.
@@ -49,6 +58,7 @@ _POINTS = (
     "ordered_score_funcs",
     "reserve",
     "unreserve",
+    "permit",
     "pre_bind_pre_flight",
     "pre_bind",
     "post_bind",
@@ -104,9 +114,24 @@ def discover(modules: Mapping[str, str]) -> dict[str, type]:
     return found
 
 
-def instantiate(cls: type, args: Mapping[str, Any]) -> object:
-    """``cls(args)``; a bad argument raises ValueError naming the field."""
-    plugin = cls(dict(args))
+def wants_handle(cls: type) -> bool:
+    """Whether ``cls`` takes a second constructor argument, the FrameworkHandle."""
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    return len(positional) >= 2 or any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params)
+
+
+def instantiate(cls: type, args: Mapping[str, Any], handle: object = None) -> object:
+    """``cls(args)``, or ``cls(args, handle)`` for a class that takes a second argument
+    (``wants_handle``); a bad argument raises ValueError naming the field."""
+    plugin = cls(dict(args), handle) if wants_handle(cls) else cls(dict(args))
     if not any(callable(getattr(plugin, p, None)) for p in _POINTS):
         raise ValueError(f"{cls.__name__} implements no extension point ({', '.join(_POINTS)})")
     if callable(getattr(plugin, "pre_bind_pre_flight", None)) and not callable(
@@ -133,6 +158,7 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
         "ordered_score_funcs": "OrderedScoreFuncs",
         "reserve": "Reserve",
         "unreserve": "Unreserve",
+        "permit": "Permit",
         "pre_bind_pre_flight": "PreBindPreFlight",
         "pre_bind": "PreBind",
         "post_bind": "PostBind",
@@ -150,6 +176,15 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
                 return None, error(e)
 
         return call_pair
+    if point == "permit":
+
+        def call_permit(*args: Any) -> Any:
+            try:
+                return method(*args)
+            except Exception as e:
+                return error(e), 0.0
+
+        return call_permit
     if point in _NOTIFY_POINTS:
 
         def call_notify(*args: Any) -> None:

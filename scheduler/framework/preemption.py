@@ -603,7 +603,7 @@ class Evaluator:
         self.last_candidate = best
         if self.actions is not None:
             lower = self.lower_priority_nominated_pods(pod, best.node_name)
-            st = self.actions.prepare_candidate(pod, best, lower)
+            st = self.actions.prepare_candidate(pod, self._preempt_waiting(best), lower)
             if not st.is_success():
                 return None, st
             self.pending_victims[pod.key] = (
@@ -611,6 +611,21 @@ class Evaluator:
                 frozenset(v.key for v in best.victims),
             )
         return decision.result, decision.status
+
+    def _preempt_waiting(self, best: Candidate) -> Candidate:
+        """Victims held at Permit (assumed, never bound) are preempted in memory, as
+        upstream's executor does: their wait ends with an error, their binding unwinds and
+        they go back to the queue after backoff; no API call touches them. The candidate
+        that remains is what the actions port deletes."""
+        waiting = self.framework.waiting_pods
+        if not len(waiting):
+            return best
+        rest = []
+        for v in best.victims:
+            wp = waiting.get(v.uid)
+            if wp is None or not wp.preempt("DefaultPreemption", "preempted"):
+                rest.append(v)
+        return best if len(rest) == len(best.victims) else replace(best, victims=tuple(rest))
 
     def _pick(self, candidates: list[Candidate]) -> Candidate | None:
         """pickOneNodeForPreemption, or the first plugin's OrderedScoreFuncs: each function

@@ -15,7 +15,8 @@ the plugins' ``filter_batch`` masks into "surely passes" per node plus the plugi
 still run per node; ``run_score_batch`` totals ``score_batch`` columns (plugins without one
 are scored per node), normalised and weighted exactly as ``run_score``.
 
-It does not own the cycle (schedule_one.py) nor any state between cycles.
+It does not own the cycle (schedule_one.py). The one state it keeps between cycles is
+upstream's too: the pods held at Permit (``waiting_pods``, framework/waiting_pods.py).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     FilterPlugin,
     NodeScore,
+    PermitPlugin,
     PostBindPlugin,
     PostFilterPlugin,
     PostFilterResult,
@@ -53,6 +55,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
+from scheduler.framework.waiting_pods import WaitingPods
 from scheduler.types import NodeInfo, PodInfo
 
 __all__ = ["Framework", "PluginScores"]
@@ -98,10 +101,12 @@ class Framework:
     pre_score_plugins: list[PreScorePlugin] = field(default_factory=list)
     score_plugins: list[_Weighted] = field(default_factory=list)
     reserve_plugins: list[ReservePlugin] = field(default_factory=list)
+    permit_plugins: list[PermitPlugin] = field(default_factory=list)
     pre_bind_plugins: list[PreBindPlugin] = field(default_factory=list)
     post_bind_plugins: list[PostBindPlugin] = field(default_factory=list)
     nominator: Nominator | None = None
     hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
+    waiting_pods: WaitingPods = field(default_factory=WaitingPods)
     # Plugin name -> (the plugin, itself if it offers the bulk method), looked up once.
     _batch_filters: dict[str, tuple[object, BatchFilterPlugin | None]] = field(
         default_factory=dict, repr=False, compare=False
@@ -122,17 +127,23 @@ class Framework:
         post_filters: Sequence[str] | None = None,
         pre_enqueue: Sequence[str] | None = None,
         reserve: Sequence[str] | None = None,
+        permit: Sequence[str] | None = None,
         pre_bind: Sequence[str] | None = None,
         post_bind: Sequence[str] | None = None,
         nominator: Nominator | None = None,
+        waiting_pods: WaitingPods | None = None,
     ) -> Framework:
         """Wire plugin instances by the Protocols they implement. ``filters``/``scores``/
-        ``post_filters``/``pre_enqueue``/``reserve``/``pre_bind``/``post_bind`` restrict each
-        extension point to the named plugins (None: all); PreEnqueue, Reserve, PreBind and
-        PostBind plugins run in the order their list names them."""
+        ``post_filters``/``pre_enqueue``/``reserve``/``permit``/``pre_bind``/``post_bind``
+        restrict each extension point to the named plugins (None: all); PreEnqueue, Reserve,
+        Permit, PreBind and PostBind plugins run in the order their list names them.
+        ``waiting_pods``: the map the plugins' FrameworkHandle reads (a new one if None)."""
         fw = cls(profile_name, nominator=nominator)
+        if waiting_pods is not None:
+            fw.waiting_pods = waiting_pods
         enqueue: dict[str, PreEnqueuePlugin] = {}
         reserving: dict[str, ReservePlugin] = {}
+        permitting: dict[str, PermitPlugin] = {}
         pre_binding: dict[str, PreBindPlugin] = {}
         post_binding: dict[str, PostBindPlugin] = {}
         for p in plugins:
@@ -141,6 +152,8 @@ class Framework:
                 enqueue[name] = p
             if isinstance(p, ReservePlugin) and (reserve is None or name in reserve):
                 reserving[name] = p
+            if isinstance(p, PermitPlugin) and (permit is None or name in permit):
+                permitting[name] = p
             if isinstance(p, PreBindPlugin) and (pre_bind is None or name in pre_bind):
                 pre_binding[name] = p
             if isinstance(p, PostBindPlugin) and (post_bind is None or name in post_bind):
@@ -163,6 +176,7 @@ class Framework:
                 fw.hints[name] = list(p.events_to_register())
         fw.pre_enqueue_plugins = _in_order(enqueue, pre_enqueue)
         fw.reserve_plugins = _in_order(reserving, reserve)
+        fw.permit_plugins = _in_order(permitting, permit)
         fw.pre_bind_plugins = _in_order(pre_binding, pre_bind)
         fw.post_bind_plugins = _in_order(post_binding, post_bind)
         return fw
@@ -182,6 +196,34 @@ class Framework:
         (also those whose Reserve never ran: Unreserve must be idempotent, as upstream's)."""
         for p in reversed(self.reserve_plugins):
             p.unreserve(state, pod, node_name)
+
+    def run_permit(
+        self, state: CycleState, pod: PodInfo, node_name: str
+    ) -> tuple[Status, dict[str, float]]:
+        """Upstream's ``RunPermitPlugins``: (SUCCESS, {}) when every plugin allows the pod;
+        (WAIT, plugin -> timeout seconds) when none rejects and some ask to wait; the first
+        rejection (naming its plugin) or an ERROR "running Permit plugin ..." otherwise,
+        which stops the remaining plugins. The caller holds a waiting pod."""
+        waits: dict[str, float] = {}
+        for p in self.permit_plugins:
+            st, timeout = p.permit(state, pod, node_name)
+            if st.is_success():
+                continue
+            if st.is_rejected():
+                return st.with_plugin(p.name), {}
+            if st.code is Code.WAIT:
+                if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                    message = f"Permit plugin {p.name} asked to wait {timeout!r}: expected seconds"
+                    return Status(Code.ERROR, (message,), p.name), {}
+                waits[p.name] = float(timeout) if timeout == timeout else 0.0  # NaN: no wait
+                continue
+            message = f"running Permit plugin {p.name}: {st.message()}"
+            return Status(Code.ERROR, (message,), p.name), {}
+        if waits:
+            return Status(
+                Code.WAIT, ("one or more plugins asked to wait and no plugin rejected pod",)
+            ), waits
+        return SUCCESS, {}
 
     def run_pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Upstream's ``RunPreBindPreFlights``: SUCCESS when some PreBind plugin has work to

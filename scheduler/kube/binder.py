@@ -18,9 +18,10 @@ what it finds:
                   | still unbound                      -> ERROR  (forget, requeue with backoff)
   404             -> GONE
 
-With PreBind plugins enabled the core hands over a ``BindingCycle``: PreBindPreFlight, the
-nominatedNodeName update when a plugin has work to do, PreBind, then the Binding above; a
-failed step reports REJECTED or PRE_BIND without a Binding.
+With PreBind plugins enabled, or a pod held at Permit, the core hands over a
+``BindingCycle``: PreBindPreFlight, the nominatedNodeName update when a plugin has work to
+do or the pod waits, the wait at Permit, PreBind, then the Binding above; a failed step
+reports PERMIT (rejected at Permit), REJECTED or PRE_BIND without a Binding.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.framework.interface import Status
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError, NotFound
 from scheduler.metrics import Metrics
@@ -54,7 +56,7 @@ class Binder:
         self,
         client: KubeClient,
         *,
-        on_result: Callable[[str, str, str], None],
+        on_result: Callable[[str, str, str, str], None],
         spawn: Callable[[Any], None],
         metrics: Metrics,
         retry_delay: float = 0.2,
@@ -74,30 +76,52 @@ class Binder:
         self.spawn(self._bind(pod, node_name, cycle))
 
     async def _bind(self, pod: PodInfo, node: str, cycle: BindingCycle | None = None) -> None:
+        plugin = ""
         if cycle is None:
             outcome, message = await self.bind_now(pod, node)
         else:
-            outcome, message = await self._bind_with_plugins(pod, node, cycle)
+            outcome, message, plugin = await self._bind_with_plugins(pod, node, cycle)
         if outcome != BindOutcome.OK:
             self.metrics.binding_failures.labels(outcome).inc()
             log.warning("bind_failed", pod=pod.key, node=node, outcome=outcome, error=message)
-        self.on_result(pod.key, outcome, message)
+        self.on_result(pod.key, outcome, message, plugin)
 
     async def _bind_with_plugins(
         self, pod: PodInfo, node: str, cycle: BindingCycle
-    ) -> tuple[str, str]:
-        """Upstream's binding cycle with PreBind plugins: PreBindPreFlight; when some plugin
-        has work to do, the pod's nominatedNodeName is set to the node (so that other
-        components, an autoscaler say, see where it is going while PreBind works; a failed
-        update is logged and the binding goes on, as upstream); PreBind; the Binding."""
+    ) -> tuple[str, str, str]:
+        """Upstream's binding cycle with plugins: PreBindPreFlight; when some PreBind plugin
+        has work to do or the pod waits at Permit, the pod's nominatedNodeName is set to the
+        node (so that other components, an autoscaler say, see where it is going; a failed
+        update is logged and the binding goes on, as upstream); the wait at Permit; PreBind;
+        the Binding. Returns (outcome, message, the plugin that rejected it at Permit)."""
         failed, nominate = cycle.begin()
         if failed is None and nominate and self.nominate is not None:
             await self.nominate(pod, node)  # a failure is logged; the binding goes on
+        if failed is None and cycle.waiting is not None:
+            failed = cycle.permitted(await self._wait_on_permit(cycle))
+            if failed is not None:
+                return binding_step_outcome(failed, at_permit=True), failed.message(), failed.plugin
         if failed is None:
             failed = cycle.finish()
         if failed is not None:
-            return binding_step_outcome(failed), failed.message()
-        return await self.bind_now(pod, node)
+            return binding_step_outcome(failed), failed.message(), ""
+        outcome, message = await self.bind_now(pod, node)
+        return outcome, message, ""
+
+    async def _wait_on_permit(self, cycle: BindingCycle) -> Status:
+        """The outcome of the pod's wait at Permit: allowed, rejected or preempted by
+        whatever the scheduler's loop runs meanwhile, or rejected once the earliest pending
+        plugin's timeout passes (``cycle.expire``, by the core's clock)."""
+        wp = cycle.waiting
+        assert wp is not None
+        done: asyncio.Future[Status] = asyncio.get_running_loop().create_future()
+        wp.on_done(lambda st: None if done.done() else done.set_result(st))
+        while not done.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(done), cycle.permit_timeout())
+            except TimeoutError:
+                cycle.expire()
+        return done.result()
 
     async def bind_now(self, pod: PodInfo, node: str) -> tuple[str, str]:
         body = {

@@ -161,8 +161,8 @@ class LiveScheduler:
     def _wake(self) -> None:
         self.scheduler.wake()
 
-    def _bind_result(self, key: str, outcome: str, message: str) -> None:
-        self.scheduler.core.on_bind_result(key, outcome, message)
+    def _bind_result(self, key: str, outcome: str, message: str, plugin: str = "") -> None:
+        self.scheduler.core.on_bind_result(key, outcome, message, plugin)
 
     def _on_pod(self, delta: Any) -> None:
         self.handlers.pod(delta)

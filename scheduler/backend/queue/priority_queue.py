@@ -438,13 +438,16 @@ class PriorityQueue:
         return False
 
     def move_all_to_active_or_backoff(
-        self, event: ClusterEvent, old: Any = None, new: Any = None
+        self, event: ClusterEvent, old: Any = None, new: Any = None, *, skip: str = ""
     ) -> int:
-        """A cluster event: move the unschedulable pods it may help. O(u · hints)."""
+        """A cluster event: move the unschedulable pods it may help, except the pod keyed
+        ``skip`` (upstream's preCheck). O(u · hints)."""
         if self._in_flight:
             self._in_flight_events.append((next(self._event_seq), event, old, new))
         moved = 0
         for qpi in list(self._unschedulable.values()):
+            if qpi.pod.key == skip:
+                continue
             if (
                 qpi.errored
                 or not qpi.unschedulable_plugins
@@ -457,7 +460,8 @@ class PriorityQueue:
             # Only the gating plugin's own hints re-run PreEnqueue (upstream's gated pods).
             for qpi in list(self._gated.values()):
                 if (
-                    qpi.unschedulable_plugins
+                    qpi.pod.key != skip
+                    and qpi.unschedulable_plugins
                     and self._hint_says_queue(qpi, event, old, new)
                     and self._release_if_ungated(qpi, event.name)
                 ):

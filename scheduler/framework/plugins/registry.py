@@ -25,6 +25,7 @@ from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.preemption import Evaluator, PreemptionActions
 from scheduler.framework.runtime import Framework
+from scheduler.framework.waiting_pods import FrameworkHandle, WaitingPods
 from scheduler.types import PDBInfo
 
 __all__ = ["build_framework"]
@@ -63,7 +64,12 @@ def build_framework(
     ]
     # Out-of-tree plugins (docs/plugins.md): a fresh instance per framework, guarded so that
     # an exception becomes an Error for that pod, never a stopped scheduler.
-    plugins += [guard(name, instantiate(cls, args)) for name, cls, args in config.out_of_tree]
+    # Plugins that take a FrameworkHandle share the framework's waiting pods through it.
+    waiting = WaitingPods()
+    handle = FrameworkHandle(waiting)
+    plugins += [
+        guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree
+    ]
     fw = Framework.build(
         config.scheduler_name,
         plugins,
@@ -73,9 +79,11 @@ def build_framework(
         post_filters=config.post_filters,
         pre_enqueue=config.pre_enqueue,
         reserve=config.reserve,
+        permit=config.permit,
         pre_bind=config.pre_bind,
         post_bind=config.post_bind,
         nominator=nominator,
+        waiting_pods=waiting,
     )
     evaluator = Evaluator(fw, snapshot, config.preemption, pdbs, actions, rng)
     for p in plugins:  # out-of-tree preemption hooks (docs/plugins.md)

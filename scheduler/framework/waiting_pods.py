@@ -1,0 +1,171 @@
+"""Pods held at Permit: upstream's waitingPodsMap and waitingPod, without threads.
+
+A Permit plugin that answers Wait (with a timeout) keeps an assumed pod from binding until
+every such plugin allows it (``WaitingPod.allow``), one rejects it (``reject``), the
+preemption of the pod stops it (``preempt``), or a plugin's timeout passes (the pod is then
+rejected by that plugin: "rejected due to timeout after waiting ..."). The pod keeps its
+room on the node meanwhile (it is assumed in the cache).
+
+Upstream runs one timer per plugin and blocks the binding goroutine on a channel. Here
+time is injected: deadlines are clock seconds, ``WaitingPods.expire(now)`` rejects what
+has timed out, and whoever waits is told the outcome through ``on_done`` callbacks (the
+live binder resolves a future with it; simulate carries on the binding). Everything runs
+on the scheduler's one thread, so there is no lock.
+
+Keyed by pod UID, as upstream's ``GetWaitingPod``/``RejectWaitingPod``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+
+from scheduler.framework.interface import SUCCESS, Code, Status
+from scheduler.types import PodInfo
+
+__all__ = ["MAX_PERMIT_TIMEOUT_SECONDS", "FrameworkHandle", "WaitingPod", "WaitingPods"]
+
+# Upstream's maxTimeout: a longer Permit timeout is cut to this.
+MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
+
+
+def _seconds(value: float) -> str:
+    """A duration as Go's time.Duration prints whole and fractional seconds ("10s",
+    "1.5s", "15m0s"), for the timeout message."""
+    if value >= 60:
+        minutes, rest = divmod(value, 60)
+        return f"{int(minutes)}m{rest:g}s"
+    return f"{value:g}s"
+
+
+class WaitingPod:
+    """One pod held at Permit. ``pending``: plugin name -> (deadline, timeout seconds)."""
+
+    __slots__ = ("_listeners", "outcome", "pending", "pod", "since")
+
+    def __init__(self, pod: PodInfo, pending: Mapping[str, tuple[float, float]], now: float):
+        self.pod = pod
+        self.pending = dict(pending)
+        self.since = now
+        self.outcome: Status | None = None
+        self._listeners: list[Callable[[Status], None]] = []
+
+    def get_pending_plugins(self) -> list[str]:
+        """The Permit plugins that have not allowed the pod yet."""
+        return list(self.pending)
+
+    def allow(self, plugin: str) -> None:
+        """``plugin`` lets the pod go; once no plugin is pending, the pod binds."""
+        self.pending.pop(plugin, None)
+        if not self.pending:
+            self._finish(SUCCESS)
+
+    def reject(self, plugin: str, message: str) -> bool:
+        """The pod is unschedulable (for ``plugin``'s queueing hints). False when the pod
+        was already allowed, rejected or preempted."""
+        return self._finish(Status(Code.UNSCHEDULABLE, (message,), plugin))
+
+    def preempt(self, plugin: str, message: str) -> bool:
+        """A preemptor took the pod's room: it goes back to the queue after backoff, not
+        as unschedulable (upstream's ``Preempt``, an Error status)."""
+        return self._finish(Status(Code.ERROR, (message,), plugin))
+
+    def on_done(self, callback: Callable[[Status], None]) -> None:
+        """Call ``callback(outcome)`` once the pod is allowed or stopped (at once if it is)."""
+        if self.outcome is not None:
+            callback(self.outcome)
+        else:
+            self._listeners.append(callback)
+
+    def next_deadline(self) -> float | None:
+        return min((d for d, _ in self.pending.values()), default=None)
+
+    def expire(self, now: float) -> bool:
+        """Reject the pod if a pending plugin's timeout has passed (the earliest such
+        plugin names the rejection, as the first of upstream's timers to fire)."""
+        due = [(d, name) for name, (d, _) in self.pending.items() if d <= now]
+        if not due or self.outcome is not None:
+            return False
+        _, plugin = min(due)
+        timeout = self.pending[plugin][1]
+        return self.reject(
+            plugin, f"rejected due to timeout after waiting {_seconds(timeout)} at plugin {plugin}"
+        )
+
+    def _finish(self, status: Status) -> bool:
+        if self.outcome is not None:
+            return False
+        self.outcome = status
+        self.pending.clear()
+        listeners, self._listeners = self._listeners, []
+        for callback in listeners:
+            callback(status)
+        return True
+
+
+class WaitingPods:
+    """The waiting pods of one framework, by pod UID."""
+
+    def __init__(self) -> None:
+        self._pods: dict[str, WaitingPod] = {}
+
+    def add(self, pod: PodInfo, timeouts: Mapping[str, float], now: float) -> WaitingPod:
+        """Hold ``pod`` for the plugins of ``timeouts`` (seconds each, cut to 15 minutes).
+        The entry leaves the map once the pod is allowed or stopped."""
+        pending = {}
+        for plugin, seconds in timeouts.items():
+            seconds = min(max(seconds, 0.0), MAX_PERMIT_TIMEOUT_SECONDS)
+            pending[plugin] = (now + seconds, seconds)
+        wp = WaitingPod(pod, pending, now)
+        self._pods[pod.uid] = wp
+        wp.on_done(lambda _: self._drop(wp))
+        return wp
+
+    def _drop(self, wp: WaitingPod) -> None:
+        if self._pods.get(wp.pod.uid) is wp:
+            del self._pods[wp.pod.uid]
+
+    def get(self, uid: str) -> WaitingPod | None:
+        return self._pods.get(uid)
+
+    def __iter__(self) -> Iterator[WaitingPod]:
+        return iter(list(self._pods.values()))  # a copy: callbacks may allow or reject
+
+    def __len__(self) -> int:
+        return len(self._pods)
+
+    def reject(self, uid: str, message: str = "removed") -> bool:
+        """Upstream's ``RejectWaitingPod``: reject the pod (no plugin named); False when it
+        is not waiting."""
+        wp = self._pods.get(uid)
+        return wp is not None and wp.reject("", message)
+
+    def next_deadline(self) -> float | None:
+        return min(
+            (d for d in (wp.next_deadline() for wp in self._pods.values()) if d is not None),
+            default=None,
+        )
+
+    def expire(self, now: float) -> int:
+        """Reject every pod whose wait has timed out; returns how many. O(waiting)."""
+        return sum(1 for wp in list(self._pods.values()) if wp.expire(now))
+
+
+class FrameworkHandle:
+    """What a plugin may use of the framework besides its own extension points (upstream's
+    ``framework.Handle``, the waiting-pod part): given to a plugin whose class takes a
+    second constructor argument, ``Plugin(args, handle)``."""
+
+    __slots__ = ("_waiting",)
+
+    def __init__(self, waiting: WaitingPods) -> None:
+        self._waiting = waiting
+
+    def get_waiting_pod(self, uid: str) -> WaitingPod | None:
+        return self._waiting.get(uid)
+
+    def iterate_over_waiting_pods(self) -> Iterator[WaitingPod]:
+        """Every waiting pod (of this profile), in the order they started waiting."""
+        return iter(self._waiting)
+
+    def reject_waiting_pod(self, uid: str) -> bool:
+        return self._waiting.reject(uid)

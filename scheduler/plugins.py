@@ -4,8 +4,10 @@ Import what a plugin needs from here, never from the modules behind it: these na
 their meaning within a major version of this API (``API_VERSION``), whatever moves inside.
 
 A plugin is a class constructed as ``Plugin(args)`` (``args``: its ``pluginConfig`` entry, a
-dict; raise ValueError naming the field for a bad one) with a ``name`` and any of the
-extension points below; the framework calls each on the scheduler's single thread.
+dict; raise ValueError naming the field for a bad one), or ``Plugin(args, handle)`` when it
+takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods and the
+snapshot's nodes), with a ``name`` and any of the extension points below; the framework
+calls each on the scheduler's single thread.
 
 - ``pre_enqueue(pod) -> Status`` (anything but SUCCESS keeps the pod out of the queue)
 - ``pre_filter(state, pod, snapshot) -> (PreFilterResult | None, Status)``
@@ -16,11 +18,18 @@ extension points below; the framework calls each on the scheduler's single threa
   ``normalize_scores(state, pod, scores) -> None`` (in place, to 0..MAX_NODE_SCORE)
 - ``reserve(state, pod, node_name) -> Status`` with ``unreserve(state, pod, node_name)``
   (both or neither)
+- ``permit(state, pod, node_name) -> (Status, timeout_seconds)`` (WAIT holds the pod until
+  it is allowed through ``handle.get_waiting_pod(uid).allow(name)``, or rejected, or the
+  timeout passes)
 - ``pre_bind(state, pod, node_name) -> Status`` and, optionally,
   ``pre_bind_pre_flight(state, pod, node_name) -> Status`` (SUCCESS or SKIP)
 - ``post_bind(state, pod, node_name) -> None``
 - ``events_to_register() -> list[EventRegistration]`` (queueing hints), optional: without
   it the plugin is told of every cluster event
+
+At any point a plugin may add pending pods' keys to ``state.pods_to_activate`` (upstream's
+PodsToActivate): the core moves them to the active queue once the cycle has assumed the
+pod, and again after its binding.
 """
 
 from __future__ import annotations
@@ -39,18 +48,25 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.outoftree import ENTRY_POINT_GROUP
+from scheduler.framework.waiting_pods import (
+    MAX_PERMIT_TIMEOUT_SECONDS,
+    FrameworkHandle,
+    WaitingPod,
+)
 from scheduler.types import NodeInfo, NodeRecord, PodInfo
 
 __all__ = [
     "API_VERSION",
     "ENTRY_POINT_GROUP",
     "MAX_NODE_SCORE",
+    "MAX_PERMIT_TIMEOUT_SECONDS",
     "SKIP",
     "SUCCESS",
     "ClusterEvent",
     "Code",
     "CycleState",
     "EventRegistration",
+    "FrameworkHandle",
     "NodeInfo",
     "NodeRecord",
     "PodInfo",
@@ -58,6 +74,7 @@ __all__ = [
     "PreFilterResult",
     "QueueingHint",
     "Status",
+    "WaitingPod",
 ]
 
 API_VERSION = 1

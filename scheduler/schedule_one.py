@@ -526,6 +526,7 @@ class SchedulerCore:
             )
         else:
             self.binder.bind(assumed, host)
+        self._activate(state)
         return CycleResult(
             pod,
             "assumed",
@@ -577,6 +578,13 @@ class SchedulerCore:
         message = st.message()
         self._record_failure(qpi, REASON_SCHEDULER_ERROR, message, "")
         return CycleResult(pod, "error", message=message, nominated_node="")
+
+    def _activate(self, state: CycleState) -> None:
+        """Upstream's PodsToActivate: the pods plugins named go to activeQ now."""
+        if state.pods_to_activate:
+            keys = list(state.pods_to_activate)
+            state.pods_to_activate.clear()
+            self.queue.activate(keys)
 
     def _permit(
         self, qpi: QueuedPodInfo, state: CycleState, assumed: PodInfo, host: str
@@ -973,6 +981,8 @@ class SchedulerCore:
             if b.state is not None and self.framework.post_bind_plugins:
                 bound = pod_with(pod, node_name=b.node)
                 self._timed("PostBind", self.framework.run_post_bind, b.state, bound, b.node)
+            if b.state is not None:
+                self._activate(b.state)
             return
         self._unwind_binding(b, outcome, message, plugin)
 

@@ -301,6 +301,8 @@ class _Simulation:
         self.last_attempt: dict[str, int] = {}
         # Binding cycles waiting at Permit, in the order their pods were assumed.
         self.held: list[tuple[PodInfo, str, BindingCycle | None]] = []
+        self.expired_at = -1  # the generation at the last Permit timeout
+        self.notes: list[str] = []
 
     def load(self) -> None:
         core = self.core
@@ -423,14 +425,26 @@ class _Simulation:
 
     def _expire_held(self) -> bool:
         """Nothing else to do while pods wait at Permit: let the virtual clock run to the
-        earliest timeout and reject what timed out. False when nobody waits."""
-        deadline = self.core.framework.waiting_pods.next_deadline()
+        earliest timeout and reject what timed out. False when nobody waits, and when no
+        pod bound since the previous timeout: the room a timeout frees would go round the
+        same pods, each waiting and timing out in turn (a group that cannot complete), so
+        the run stops there, with a note."""
+        waiting = self.core.framework.waiting_pods
+        deadline = waiting.next_deadline()
         if deadline is None:
             return False
+        progress = self.generation != self.expired_at
+        self.expired_at = self.generation
         self.clock.set(max(deadline, self.clock.now()))
         self.core.expire_waiting()
         self._apply_binds()
-        return True
+        if progress:
+            return True
+        self.notes.append(
+            "pods kept timing out at Permit with no pod bound in between: the simulation "
+            "stopped after the second such timeout"
+        )
+        return False
 
     def _apply_preemptions(self) -> None:
         core = self.core
@@ -519,7 +533,7 @@ def simulate(
         loaded()
     sim.run()
     done("schedule")
-    return SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
+    return SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes + sim.notes)
 
 
 # ------------------------------------------------------------------------- what-if
@@ -651,7 +665,7 @@ def simulate_what_if(
     if loaded is not None:
         loaded()
     sim.run()
-    changed = SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes)
+    changed = SimulationResult(sim.decisions, sim.placements, sim.evicted, inp.notes + sim.notes)
     return WhatIfResult(baseline, changed, drain)
 
 

@@ -117,6 +117,7 @@ class CycleState:
         "_data",
         "feasible_rows",
         "plugin_timer",
+        "pods_to_activate",
         "skip_filter_plugins",
         "skip_score_plugins",
     )
@@ -132,6 +133,10 @@ class CycleState:
         # their rows in the cycle's snapshot, in the order PreScore and Score get them
         # (None: unknown). Plugins may read columns at these rows instead of the nodes.
         self.feasible_rows: IntpArray | None = None
+        # Upstream's PodsToActivate: keys ("namespace/name") of pending pods a plugin wants
+        # tried again at once; the core moves them to activeQ at the end of a scheduling
+        # cycle that assumed the pod, and again after its binding. Clones share it.
+        self.pods_to_activate: set[str] = set()
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -147,6 +152,7 @@ class CycleState:
         c.skip_filter_plugins = set(self.skip_filter_plugins)
         c.skip_score_plugins = set(self.skip_score_plugins)
         c.feasible_rows = self.feasible_rows
+        c.pods_to_activate = self.pods_to_activate
         return c
 
 

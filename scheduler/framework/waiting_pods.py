@@ -17,10 +17,10 @@ Keyed by pod UID, as upstream's ``GetWaitingPod``/``RejectWaitingPod``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from scheduler.framework.interface import SUCCESS, Code, Status
-from scheduler.types import PodInfo
+from scheduler.types import NodeInfo, PodInfo
 
 __all__ = ["MAX_PERMIT_TIMEOUT_SECONDS", "FrameworkHandle", "WaitingPod", "WaitingPods"]
 
@@ -152,13 +152,18 @@ class WaitingPods:
 
 class FrameworkHandle:
     """What a plugin may use of the framework besides its own extension points (upstream's
-    ``framework.Handle``, the waiting-pod part): given to a plugin whose class takes a
-    second constructor argument, ``Plugin(args, handle)``."""
+    ``framework.Handle``: the waiting pods, and the nodes of the cycle's snapshot): given
+    to a plugin whose class takes a second constructor argument, ``Plugin(args, handle)``."""
 
-    __slots__ = ("_waiting",)
+    __slots__ = ("_node_infos", "_waiting")
 
-    def __init__(self, waiting: WaitingPods) -> None:
+    def __init__(
+        self,
+        waiting: WaitingPods,
+        node_infos: Callable[[], Sequence[NodeInfo]] = tuple,
+    ) -> None:
         self._waiting = waiting
+        self._node_infos = node_infos
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._waiting.get(uid)
@@ -169,3 +174,8 @@ class FrameworkHandle:
 
     def reject_waiting_pod(self, uid: str) -> bool:
         return self._waiting.reject(uid)
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        """The nodes of the snapshot the current cycle started from, with their pods (bound
+        and assumed, waiting ones included; upstream's SnapshotSharedLister). Read only."""
+        return self._node_infos()

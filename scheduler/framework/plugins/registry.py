@@ -66,7 +66,7 @@ def build_framework(
     # an exception becomes an Error for that pod, never a stopped scheduler.
     # Plugins that take a FrameworkHandle share the framework's waiting pods through it.
     waiting = WaitingPods()
-    handle = FrameworkHandle(waiting)
+    handle = FrameworkHandle(waiting, lambda: snapshot.node_info_list)
     plugins += [
         guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree
     ]

@@ -672,3 +672,103 @@ def test_pre_bind_sets_the_nomination_first_then_binds_and_a_rejection_sends_no_
         assert count("PreBind", "Unschedulable") == 2  # c twice
 
     _run(go())
+
+
+class _Gate:
+    """A Permit plugin: pods labelled gate=wait wait 10 s; the others pass."""
+
+    name = "Gate"
+
+    def __init__(self, args: dict[str, Any], handle: Any) -> None:
+        self.handle = handle
+
+    def permit(self, state: Any, pod: Any, node_name: str) -> Any:
+        from scheduler.plugins import SUCCESS, Code, Status
+
+        if pod.labels.get("gate") == "wait":
+            return Status(Code.WAIT, ("hold on",)), 10
+        return SUCCESS, 0
+
+
+def test_a_pod_waiting_at_permit_is_nominated_then_bound_once_allowed_or_left_unbound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+    import sys
+    import types
+
+    from scheduler.config import parse_config
+
+    mod = types.ModuleType("gate_plugin_live")
+    mod.Gate = _Gate  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "gate_plugin_live", mod)
+    cfg = parse_config(
+        {
+            "pluginModules": {"Gate": "gate_plugin_live:Gate"},
+            "profiles": [{"plugins": {"permit": {"enabled": [{"name": "Gate"}]}}}],
+        },
+        "sched.yaml",
+    )
+
+    async def go() -> None:
+        h = Harness(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        for name, how in (("a", "wait"), ("b", ""), ("c", "wait")):
+            pod = make_pod(name).req(cpu="100m")
+            h.event("pods", "ADDED", (pod.label("gate", how) if how else pod).obj())
+        while h.core.schedule_one() is not None:
+            pass
+        for _ in range(50):  # the bindings run up to their waits (no drain: a and c wait)
+            await asyncio.sleep(0)
+        assert h.binds() == [("default/b", "n1")]
+        # Both waiting pods are nominated to their node while they wait (WillWaitOnPermit).
+        for key in ("default/a", "default/c"):
+            assert h.status_patches(key) == [{"status": {"nominatedNodeName": "n1"}}]
+        waiting = {wp.pod.name: wp for wp in h.core.framework.waiting_pods}
+        assert sorted(waiting) == ["a", "c"]
+        waiting["a"].allow("Gate")
+        h.s.clock.step(10)  # type: ignore[attr-defined]
+        h.core.flush()  # c's 10 s are up
+        await h.drain()
+        assert sorted(h.binds()) == [("default/a", "n1"), ("default/b", "n1")]
+        assert h.core.cache.get_pod("default/c") is None
+        last = h.status_patches("default/c")[-1]["status"]
+        assert last["nominatedNodeName"] is None
+        assert last["conditions"][0]["reason"] == "Unschedulable"
+        assert last["conditions"][0]["message"] == (
+            "0/1 nodes are available: 1 rejected due to timeout after waiting 10s at plugin Gate."
+        )
+        reg = h.s.metrics.registry
+        name = "scheduler_permit_wait_duration_seconds_count"
+        assert reg.get_sample_value(name, {"result": "Success"}) == 1
+        assert reg.get_sample_value(name, {"result": "Unschedulable"}) == 1
+
+    _run(go())
+
+
+def test_the_binder_expires_a_wait_on_time() -> None:
+    """The binder's own timer: once ``permit_timeout()`` seconds pass it calls ``expire``
+    (the core rejects what timed out by its clock) and reports the rejection."""
+    from scheduler.framework.waiting_pods import WaitingPods
+    from scheduler.kube.binder import Binder
+    from scheduler.plugins import SUCCESS
+    from scheduler.schedule_one import BindingCycle
+
+    waiting = WaitingPods()
+    wp = waiting.add(make_pod("p").info(), {"Gate": 0.05}, now=0.0)
+    expired: list[int] = []
+
+    def expire() -> None:
+        expired.append(waiting.expire(10.0))
+
+    cycle = BindingCycle(
+        pre_flight=lambda: SUCCESS,
+        pre_bind=lambda: SUCCESS,
+        waiting=wp,
+        permit_timeout=lambda: 0.01,
+        expire=expire,
+    )
+    binder = Binder(None, on_result=lambda *a: None, spawn=lambda c: None, metrics=None)  # type: ignore[arg-type]
+    outcome = _run(binder._wait_on_permit(cycle))
+    assert expired == [1]
+    assert outcome.message() == "rejected due to timeout after waiting 0.05s at plugin Gate"

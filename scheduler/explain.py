@@ -521,6 +521,13 @@ def _score(
             "does not run them (they keep state of their own): a rejection there leaves the "
             "pod pending although a node fits, and its FailedScheduling event says why"
         )
+    permitting = [p.name for p in core.framework.permit_plugins]
+    if permitting:
+        out.notes.append(
+            f"Permit plugin(s) {', '.join(permitting)} decide after Reserve; explain does not "
+            "run them: they may hold the pod on its node (waiting, e.g. for the rest of its "
+            "group) or reject it"
+        )
 
 
 def _preemption(

@@ -143,3 +143,66 @@ def test_reserve_pre_bind_and_post_bind_plugins_run_around_the_real_binding(
     assert not kit.node_of("denied") and not kit.node_of("unprepared")
     assert sched.metric("scheduler_preemption_attempts_total") == 0
     assert sched.alive
+
+
+COSCHEDULING = REPO_ROOT / "examples" / "plugins" / "coscheduling"
+GROUP = "pod-group.example.com/name"
+MIN_MEMBER = "pod-group.example.com/min-member"
+
+
+def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
+    kit: Kit, spawn_scheduler: Any
+) -> None:
+    """The example Coscheduling plugin (examples/plugins/coscheduling, a Permit plugin):
+    members of a group of three wait at Permit, nominated to their node and unbound, until
+    the third arrives; then all three are bound. A group that never completes is rejected
+    when its timeout passes: a FailedScheduling event names the plugin, the pod stays
+    unbound and its nomination is cleared."""
+    name = f"cosched-{kit.ns}"
+    sched = spawn_scheduler(
+        name=name,
+        config={
+            "pluginModules": {"Coscheduling": "coscheduling:Coscheduling"},
+            "profiles": [
+                {
+                    "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}},
+                    "pluginConfig": [{"name": "Coscheduling", "args": {"timeoutSeconds": 4}}],
+                }
+            ],
+        },
+        extra_env={"PYTHONPATH": os.pathsep.join([str(COSCHEDULING), str(REPO_ROOT)])},
+    )
+    (node,) = kit.nodes(1, cpu="4")
+
+    def nominated(pod: str) -> str:
+        return str(kit.core.read_namespaced_pod(pod, kit.ns).status.nominated_node_name or "")
+
+    group = {GROUP: "g", MIN_MEMBER: "3"}
+    for pod in ("g-0", "g-1"):
+        kit.create(pod, cpu="1", scheduler=name, labels=group)
+    for pod in ("g-0", "g-1"):
+        wait_for(lambda p=pod: nominated(p) == node, 15, f"{pod} nominated while it waits")
+    assert not kit.node_of("g-0") and not kit.node_of("g-1")
+    kit.create("g-2", cpu="1", scheduler=name, labels=group)
+    for pod in ("g-0", "g-1", "g-2"):
+        assert kit.wait_bound(pod) == node
+    assert not kit.events("g-0", reason="FailedScheduling")
+
+    kit.create("h-0", cpu="1", scheduler=name, labels={GROUP: "h", MIN_MEMBER: "3"})
+    event = kit.wait_event("h-0", "FailedScheduling")
+    assert event["message"] == (
+        "0/1 nodes are available: 1 rejected due to timeout after waiting 4s at plugin "
+        "Coscheduling."
+    ), event
+    assert not kit.node_of("h-0")
+    wait_for(lambda: nominated("h-0") == "", 15, "h-0's nomination cleared")
+    wait_for(
+        lambda: sched.metric(
+            "scheduler_permit_wait_duration_seconds_count", {"result": "Unschedulable"}
+        )
+        == 1,
+        15,
+        "the rejected wait in the metrics",
+    )
+    assert sched.metric("scheduler_permit_wait_duration_seconds_count", {"result": "Success"}) == 2
+    assert sched.alive

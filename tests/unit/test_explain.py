@@ -526,8 +526,12 @@ class _Seats:
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         _Seats.calls += 1
 
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Any:
+        _Seats.calls += 1
+        raise AssertionError("explain ran Permit")
 
-def test_reserve_plugins_are_named_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_reserve_and_permit_plugins_are_named_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
     import types
 
@@ -539,7 +543,7 @@ def test_reserve_plugins_are_named_not_run(monkeypatch: pytest.MonkeyPatch) -> N
     config = parse_config(
         {
             "pluginModules": {"Seats": "seats_plugin:Seats"},
-            "profiles": [{"plugins": {"reserve": {"enabled": [{"name": "Seats"}]}}}],
+            "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Seats"}]}}}],
         },
         "sched.yaml",
     )
@@ -547,4 +551,5 @@ def test_reserve_plugins_are_named_not_run(monkeypatch: pytest.MonkeyPatch) -> N
     e = c.explain("default/p", config)
     assert e.would_pick == ["n1"]
     assert any(n.startswith("Reserve plugin(s) Seats decide once the node") for n in e.notes)
+    assert any(n.startswith("Permit plugin(s) Seats decide after Reserve") for n in e.notes)
     assert _Seats.calls == 0

@@ -197,10 +197,12 @@ def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
     assert not kit.node_of("h-0")
     wait_for(lambda: nominated("h-0") == "", 15, "h-0's nomination cleared")
     wait_for(
-        lambda: sched.metric(
-            "scheduler_permit_wait_duration_seconds_count", {"result": "Unschedulable"}
-        )
-        == 1,
+        lambda: (
+            sched.metric(
+                "scheduler_permit_wait_duration_seconds_count", {"result": "Unschedulable"}
+            )
+            == 1
+        ),
         15,
         "the rejected wait in the metrics",
     )

@@ -330,6 +330,16 @@ class SchedulerCore:
                     ClusterEvent("AssignedPod", "Add"), None, new
                 )
             return
+        if new.key in self._binding and self.cache.is_assumed(new.key):
+            # As upstream, an update of an assumed pod (its binding under way, or its wait
+            # at Permit) changes nothing, not even its place in flight (our own
+            # nominatedNodeName write comes back this way), except the start of its
+            # deletion: that lets it go at once (handleAssumedPodDeletion).
+            if new.terminating and (old is None or not old.terminating):
+                self.queue.delete(new.key)
+                self._drop_binding(new.key)
+                self._remove_assigned(new.key)
+            return
         if not self.responsible_for(new):
             return
         if new.terminating or new.terminal:
@@ -349,19 +359,23 @@ class SchedulerCore:
     def on_pod_delete(self, pod: PodInfo) -> None:
         self.evaluator.forget_preemptor(pod.key)
         self.queue.delete(pod.key)
-        # A pod deleted while its binding is in flight must not come back to the queue when
-        # that binding fails (upstream finds it gone from the informer and drops it). Its
-        # Reserve plugins are told (upstream's binding cycle fails and unreserves); a pod
-        # held at Permit is let go ("removed", as upstream's RejectWaitingPod).
-        b = self._binding.pop(pod.key, None)
-        if b is not None:
-            if b.waiting is not None:
-                b.waiting.reject("", "removed")
-            if b.state is not None and self.framework.reserve_plugins:
-                assumed = pod_with(b.qpi.pod, node_name=b.node)
-                self._timed("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
+        self._drop_binding(pod.key)
         if pod.node_name or self.cache.get_pod(pod.key) is not None:
             self._remove_assigned(pod.key)
+
+    def _drop_binding(self, key: str) -> None:
+        """A pod whose binding is in flight is going away: the binding's outcome will be
+        ignored (upstream finds the pod gone and drops it, so it never comes back to the
+        queue), its Reserve plugins are told (upstream's failed binding cycle unreserves),
+        and a pod held at Permit is let go ("removed", upstream's RejectWaitingPod)."""
+        b = self._binding.pop(key, None)
+        if b is None:
+            return
+        if b.waiting is not None:
+            b.waiting.reject("", "removed")
+        if b.state is not None and self.framework.reserve_plugins:
+            assumed = pod_with(b.qpi.pod, node_name=b.node)
+            self._timed("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
 
     def _remove_assigned(self, key: str) -> None:
         removed = self.cache.remove_pod(key)

@@ -308,3 +308,31 @@ def test_permit_is_configured_for_out_of_tree_plugins_only(gate: Any) -> None:
         "sched.yaml",
     )
     assert cfg.permit == () and cfg.reserve == ("Gate",)
+
+
+def test_updates_of_a_waiting_pod_change_nothing_until_its_deletion_starts(gate: Any) -> None:
+    """As upstream: our own nominatedNodeName write, coming back through the watch, neither
+    nominates the waiting pod nor counts as an update in flight (which would send it to
+    backoff once rejected); the start of its deletion lets it go at once."""
+    core, binder, recorder, clock = gate
+    result = _one(core, "p", "wait")
+    echo = make_pod("p").req(cpu="1").label("gate", "wait").nominated("n1").info()
+    core.on_pod_update(result.pod, echo)
+    assert core.queue.nominator.nominated_node("default/p") is None
+    clock.step(10)
+    core.expire_waiting()
+    cycle = binder.cycles["default/p"]
+    failed = cycle.permitted(cycle.waiting.outcome)
+    core.on_bind_result("default/p", BindOutcome.PERMIT, failed.message(), failed.plugin)
+    assert [p.name for p in core.queue.pending_pods()["unschedulable"]] == ["p"]
+
+    again = _one(core, "q", "wait")
+    wp = binder.cycles["default/q"].waiting
+    deleting = make_pod("q").req(cpu="1").label("gate", "wait").terminating().info()
+    core.on_pod_update(again.pod, deleting)
+    assert wp.outcome == Status(Code.UNSCHEDULABLE, ("removed",), "")
+    assert Gate.calls[-1] == ("unreserve", "q")
+    assert core.cache.get_pod("default/q") is None  # its room is free at once
+    core.on_bind_result("default/q", BindOutcome.PERMIT, "removed")  # ignored
+    assert [f.pod for f in recorder.failed_calls] == ["default/p"]
+    assert "q" not in [p.name for q in core.queue.pending_pods().values() for p in q]

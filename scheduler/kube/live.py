@@ -224,6 +224,11 @@ class LiveScheduler:
                 node: sorted(p.key for p in nom.nominated_pods_for_node(node))
                 for node in sorted(nom.nodes_with_nominated_pods())
             },
+            # Pods held at Permit (assumed, listed above too), with the plugins they wait for.
+            "waiting": {
+                wp.pod.key: sorted(wp.get_pending_plugins())
+                for wp in core.framework.waiting_pods
+            },
         }
 
     async def close(self) -> None:

@@ -726,6 +726,9 @@ def test_a_pod_waiting_at_permit_is_nominated_then_bound_once_allowed_or_left_un
             assert h.status_patches(key) == [{"status": {"nominatedNodeName": "n1"}}]
         waiting = {wp.pod.name: wp for wp in h.core.framework.waiting_pods}
         assert sorted(waiting) == ["a", "c"]
+        dump = h.live.dump()  # the SIGUSR2 cache dump lists them
+        assert dump["waiting"] == {"default/a": ["Gate"], "default/c": ["Gate"]}
+        assert {"default/a", "default/c"} <= set(dump["assumed"])  # b: bound, unconfirmed
         waiting["a"].allow("Gate")
         h.s.clock.step(10)  # type: ignore[attr-defined]
         h.core.flush()  # c's 10 s are up

@@ -226,8 +226,7 @@ class LiveScheduler:
             },
             # Pods held at Permit (assumed, listed above too), with the plugins they wait for.
             "waiting": {
-                wp.pod.key: sorted(wp.get_pending_plugins())
-                for wp in core.framework.waiting_pods
+                wp.pod.key: sorted(wp.get_pending_plugins()) for wp in core.framework.waiting_pods
             },
         }
 

@@ -21,7 +21,8 @@ calls each on the scheduler's single thread.
 - ``permit(state, pod, node_name) -> (Status, timeout_seconds)`` (WAIT holds the pod until
   it is allowed through ``handle.get_waiting_pod(uid).allow(name)``, or rejected, or the
   timeout passes)
-- ``pre_bind(state, pod, node_name) -> Status`` and, optionally,
+- ``pre_bind(state, pod, node_name) -> Status`` (may be ``async def``: awaited in the pod's
+  binding task, other pods are scheduled meanwhile) and, optionally,
   ``pre_bind_pre_flight(state, pod, node_name) -> Status`` (SUCCESS or SKIP)
 - ``post_bind(state, pod, node_name) -> None``
 - ``events_to_register() -> list[EventRegistration]`` (queueing hints), optional: without

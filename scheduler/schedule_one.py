@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -104,6 +104,8 @@ class BindingCycle:
     waiting: WaitingPod | None = None
     permit_timeout: Callable[[], float | None] = lambda: None
     expire: Callable[[], object] = lambda: None
+    # Set when a PreBind plugin is async: the binder awaits ``finish_async`` instead.
+    pre_bind_async: Callable[[], Awaitable[Status]] | None = None
 
     def begin(self) -> tuple[Status | None, bool]:
         """Run the pre-flight: (the status that stops the binding, or None; whether the
@@ -126,8 +128,18 @@ class BindingCycle:
         return Status(Code.ERROR, (message,), outcome.plugin)
 
     def finish(self) -> Status | None:
-        """Run PreBind: None when the Binding may be sent, else the status that stops it."""
+        """Run PreBind: None when the Binding may be sent, else the status that stops it.
+        With an async PreBind plugin, ``finish_async`` instead."""
+        if self.pre_bind_async is not None:
+            raise TypeError("an async PreBind plugin is enabled: await finish_async()")
         st = self.pre_bind()
+        return None if st.is_success() else st
+
+    async def finish_async(self) -> Status | None:
+        """``finish``, awaiting async PreBind plugins (for a binder that runs on a loop)."""
+        if self.pre_bind_async is None:
+            return self.finish()
+        st = await self.pre_bind_async()
         return None if st.is_success() else st
 
 
@@ -533,6 +545,11 @@ class SchedulerCore:
                         "PreBindPreFlight", fw.run_pre_bind_pre_flight, state, assumed, host
                     ),
                     pre_bind=lambda: self._timed("PreBind", fw.run_pre_bind, state, assumed, host),
+                    pre_bind_async=(
+                        (lambda: self._timed_pre_bind_async(state, assumed, host))
+                        if fw.async_pre_bind
+                        else None
+                    ),
                     waiting=waiting,
                     permit_timeout=self._permit_timeout(waiting),
                     expire=self.expire_waiting,
@@ -636,6 +653,15 @@ class SchedulerCore:
             self.observer.permit_wait(CODE_NAMES[outcome.code], self.clock.now() - wp.since)
         if outcome.is_success():
             self.queue.done(qpi.pod.key)
+
+    async def _timed_pre_bind_async(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """``run_pre_bind_async``, observed as PreBind (its wall time, awaits included, as
+        upstream's duration covers a plugin that waits)."""
+        t0 = time.perf_counter()
+        st = await self.framework.run_pre_bind_async(state, pod, node)
+        if self.observer is not None:
+            self.observer.extension_point("PreBind", CODE_NAMES[st.code], time.perf_counter() - t0)
+        return st
 
     def _permit_timeout(self, wp: WaitingPod | None) -> Callable[[], float | None]:
         def remaining() -> float | None:

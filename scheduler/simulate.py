@@ -134,6 +134,14 @@ def derive_pdb_status(pdb: PDBInfo, bound: Sequence[PodInfo]) -> PDBInfo:
 # ------------------------------------------------------------------------- ports
 
 
+def _await(cycle: BindingCycle) -> Status | None:
+    """PreBind with an async plugin: awaited on a loop of its own (imported here: most runs
+    never need asyncio)."""
+    import asyncio
+
+    return asyncio.run(cycle.finish_async())
+
+
 @dataclass
 class _SimPorts:
     """Binder, Recorder and PreemptionActions of the simulation: they only remember what
@@ -398,7 +406,7 @@ class _Simulation:
                     self._binding_failed(pod, failed, at_permit)
                     continue
             if cycle is not None:
-                failed = cycle.finish()
+                failed = cycle.finish() if cycle.pre_bind_async is None else _await(cycle)
                 if failed is not None:
                     self._binding_failed(pod, failed, binding_step_outcome(failed))
                     continue

@@ -17,8 +17,9 @@ What it owns:
   the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
   status naming the plugin and the scheduler goes on serving other pods. An exception in
   PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in; in
-  Reserve, Permit, PreBindPreFlight or PreBind an Error status that fails the attempt or
-  the binding (Unreserve runs). An exception in
+  Reserve, Permit, PreBindPreFlight or PreBind (also an ``async def pre_bind``, the one
+  point that may be a coroutine function) an Error status that fails the attempt or the
+  binding (Unreserve runs). An exception in
   Unreserve or PostBind, which return nothing and cannot fail a pod, is logged
   (``plugin_raised``) and the remaining plugins still run.
 
@@ -134,6 +135,12 @@ def instantiate(cls: type, args: Mapping[str, Any], handle: object = None) -> ob
     plugin = cls(dict(args), handle) if wants_handle(cls) else cls(dict(args))
     if not any(callable(getattr(plugin, p, None)) for p in _POINTS):
         raise ValueError(f"{cls.__name__} implements no extension point ({', '.join(_POINTS)})")
+    for point in _POINTS:
+        if point != "pre_bind" and inspect.iscoroutinefunction(getattr(plugin, point, None)):
+            raise ValueError(
+                f"{cls.__name__}.{point} is a coroutine function: only pre_bind may be async "
+                "(the others run within the scheduling cycle, which never waits)"
+            )
     if callable(getattr(plugin, "pre_bind_pre_flight", None)) and not callable(
         getattr(plugin, "pre_bind", None)
     ):
@@ -203,6 +210,15 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
                 )
 
         return call_notify
+    if point == "pre_bind" and inspect.iscoroutinefunction(method):
+
+        async def call_status_async(*args: Any) -> Any:
+            try:
+                return await method(*args)
+            except Exception as e:
+                return error(e)
+
+        return call_status_async
     if point in _STATUS_POINTS:
 
         def call_status(*args: Any) -> Any:

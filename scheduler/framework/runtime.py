@@ -21,10 +21,11 @@ upstream's too: the pods held at Permit (``waiting_pods``, framework/waiting_pod
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -257,18 +258,42 @@ class Framework:
 
     def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Upstream's ``RunPreBindPlugins`` (one at a time): SUCCESS, a rejection as the
-        plugin returned it (naming the plugin), or an ERROR "running PreBind plugin ..."."""
+        plugin returned it (naming the plugin), or an ERROR "running PreBind plugin ...".
+        With an async PreBind plugin (``async_pre_bind``) use ``run_pre_bind_async``."""
         skipped: frozenset[str] = state.read(_PRE_BIND_SKIPPED) or frozenset()
         for p in self.pre_bind_plugins:
             if p.name in skipped:
                 continue
-            st = p.pre_bind(state, pod, node_name)
-            if st.is_success():
-                continue
-            if st.is_rejected():
-                return st.with_plugin(p.name)
-            return Status(Code.ERROR, (f"running PreBind plugin {p.name}: {st.message()}",), p.name)
+            result: Any = p.pre_bind(state, pod, node_name)
+            if inspect.isawaitable(result):  # a caller that cannot wait: never the core's
+                getattr(result, "close", lambda: None)()
+                message = f"PreBind plugin {p.name} is async: run_pre_bind_async awaits it"
+                return Status(Code.ERROR, (message,), p.name)
+            failed = _pre_bind_failure(p.name, result)
+            if failed is not None:
+                return failed
         return SUCCESS
+
+    async def run_pre_bind_async(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """``run_pre_bind`` awaiting the plugins whose ``pre_bind`` is a coroutine function
+        (the live binder awaits this in the pod's binding task: other pods are scheduled
+        meanwhile, as upstream's binding goroutines allow)."""
+        skipped: frozenset[str] = state.read(_PRE_BIND_SKIPPED) or frozenset()
+        for p in self.pre_bind_plugins:
+            if p.name in skipped:
+                continue
+            result: Any = p.pre_bind(state, pod, node_name)
+            if inspect.isawaitable(result):
+                result = await result
+            failed = _pre_bind_failure(p.name, result)
+            if failed is not None:
+                return failed
+        return SUCCESS
+
+    @property
+    def async_pre_bind(self) -> bool:
+        """Whether a PreBind plugin's ``pre_bind`` is a coroutine function."""
+        return any(inspect.iscoroutinefunction(p.pre_bind) for p in self.pre_bind_plugins)
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Upstream's ``RunPostBindPlugins``: informational, after a successful bind."""
@@ -587,6 +612,14 @@ class Framework:
             for i, s in enumerate(ps.scores):
                 totals[i] += s * ps.weight
         return [NodeScore(ni.name, totals[i]) for i, ni in enumerate(nodes)]
+
+
+def _pre_bind_failure(name: str, st: Status) -> Status | None:
+    if st.is_success():
+        return None
+    if st.is_rejected():
+        return st.with_plugin(name)
+    return Status(Code.ERROR, (f"running PreBind plugin {name}: {st.message()}",), name)
 
 
 def _code_name(st: Status) -> str:

@@ -102,7 +102,7 @@ class Binder:
             if failed is not None:
                 return binding_step_outcome(failed, at_permit=True), failed.message(), failed.plugin
         if failed is None:
-            failed = cycle.finish()
+            failed = await cycle.finish_async()  # async PreBind plugins are awaited here
         if failed is not None:
             return binding_step_outcome(failed), failed.message(), ""
         outcome, message = await self.bind_now(pod, node)

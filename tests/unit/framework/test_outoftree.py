@@ -667,3 +667,65 @@ def test_simulate_runs_pre_bind_and_reports_a_rejected_binding(
             "message": "volume for denied cannot attach to n1",
         },
     ]
+
+
+class AsyncPrep:
+    """An async PreBind plugin (pods labelled prep=deny are rejected) and, with
+    ``{"async_filter": true}``, an async Filter, which is refused."""
+
+    name = "AsyncPrep"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        if args.get("async_filter"):
+            self.filter = self._filter  # an instance attribute: the check sees it too
+
+    async def _filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        return SUCCESS
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        if pod.labels.get("prep") == "deny":
+            return Status.unschedulable(f"no volume for {pod.name}")
+        return SUCCESS
+
+
+def test_only_pre_bind_may_be_async_and_simulate_awaits_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import yaml
+
+    from scheduler.decode import load_documents
+    from scheduler.simulate import simulate
+
+    mod = types.ModuleType("asyncprep_plugin")
+    mod.AsyncPrep = AsyncPrep  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "asyncprep_plugin", mod)
+    raw: dict[str, Any] = {
+        "pluginModules": {"AsyncPrep": "asyncprep_plugin:AsyncPrep"},
+        "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "AsyncPrep"}]}}}],
+    }
+    bad = {
+        **raw,
+        "profiles": [
+            {
+                **raw["profiles"][0],
+                "pluginConfig": [{"name": "AsyncPrep", "args": {"async_filter": True}}],
+            }
+        ],
+    }
+    with pytest.raises(ConfigError, match=r"AsyncPrep\.filter is a coroutine function: only "):
+        parse_config(bad, "sched.yaml")
+    cfg = parse_config(raw, "sched.yaml")
+    path = tmp_path / "cluster.yaml"
+    objs = [
+        make_node("n1").alloc(cpu="2", memory="8Gi", pods="110").obj(),
+        make_pod("ok").req(cpu="1").obj(),
+        make_pod("denied").req(cpu="1").label("prep", "deny").obj(),
+    ]
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    result = simulate(load_documents([str(path)]), cfg)
+    assert result.placements == {"default/ok": "n1", "default/denied": None}
+    assert result.decisions[-1] == {
+        "pod": "default/denied",
+        "outcome": "unschedulable",
+        "message": "no volume for denied",
+    }

@@ -70,6 +70,30 @@ def _run(coro: Any) -> Any:
     return asyncio.run(coro)
 
 
+def _plugin_config(monkeypatch: pytest.MonkeyPatch, plugin: type, point: str) -> dict[str, Any]:
+    """The Harness's config with ``plugin`` (a class with a ``name``) enabled at ``point``,
+    loaded through ``pluginModules`` from a module made for the test."""
+    import dataclasses
+    import sys
+    import types
+
+    from scheduler.config import parse_config
+
+    name: str = plugin.name  # type: ignore[attr-defined]
+    module = f"{name.lower()}_test_plugin"
+    mod = types.ModuleType(module)
+    setattr(mod, name, plugin)
+    monkeypatch.setitem(sys.modules, module, mod)
+    cfg = parse_config(
+        {
+            "pluginModules": {name: f"{module}:{name}"},
+            "profiles": [{"plugins": {point: {"enabled": [{"name": name}]}}}],
+        },
+        "sched.yaml",
+    )
+    return {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+
+
 def test_a_pending_pod_is_bound_and_a_scheduled_event_posted() -> None:
     async def go() -> None:
         h = Harness()
@@ -605,26 +629,11 @@ class _Prepare:
 def test_pre_bind_sets_the_nomination_first_then_binds_and_a_rejection_sends_no_binding(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import dataclasses
-    import sys
-    import types
-
-    from scheduler.config import parse_config
-
-    mod = types.ModuleType("prepare_plugin")
-    mod.Prepare = _Prepare  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "prepare_plugin", mod)
     _Prepare.done = []
-    cfg = parse_config(
-        {
-            "pluginModules": {"Prepare": "prepare_plugin:Prepare"},
-            "profiles": [{"plugins": {"preBind": {"enabled": [{"name": "Prepare"}]}}}],
-        },
-        "sched.yaml",
-    )
+    config = _plugin_config(monkeypatch, _Prepare, "preBind")
 
     async def go() -> None:
-        h = Harness(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
+        h = Harness(**config)
         h.event("nodes", "ADDED", make_node("n1").obj())
         for name, how in (("a", ""), ("b", "skip"), ("c", "deny")):
             pod = make_pod(name).req(cpu="100m")
@@ -693,25 +702,10 @@ class _Gate:
 def test_a_pod_waiting_at_permit_is_nominated_then_bound_once_allowed_or_left_unbound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import dataclasses
-    import sys
-    import types
-
-    from scheduler.config import parse_config
-
-    mod = types.ModuleType("gate_plugin_live")
-    mod.Gate = _Gate  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "gate_plugin_live", mod)
-    cfg = parse_config(
-        {
-            "pluginModules": {"Gate": "gate_plugin_live:Gate"},
-            "profiles": [{"plugins": {"permit": {"enabled": [{"name": "Gate"}]}}}],
-        },
-        "sched.yaml",
-    )
+    config = _plugin_config(monkeypatch, _Gate, "permit")
 
     async def go() -> None:
-        h = Harness(**{f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)})
+        h = Harness(**config)
         h.event("nodes", "ADDED", make_node("n1").obj())
         for name, how in (("a", "wait"), ("b", ""), ("c", "wait")):
             pod = make_pod(name).req(cpu="100m")
@@ -775,3 +769,73 @@ def test_the_binder_expires_a_wait_on_time() -> None:
     outcome = _run(binder._wait_on_permit(cycle))
     assert expired == [1]
     assert outcome.message() == "rejected due to timeout after waiting 0.05s at plugin Gate"
+
+
+class _SlowPrep:
+    """An async PreBind plugin: it awaits ``release`` for pods labelled slow=yes, and
+    rejects pods labelled slow=deny once released."""
+
+    name = "SlowPrep"
+    release: ClassVar[asyncio.Event | None] = None
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        pass
+
+    async def pre_bind(self, state: Any, pod: Any, node_name: str) -> Any:
+        from scheduler.plugins import SUCCESS, Status
+
+        how = pod.labels.get("slow")
+        if how and _SlowPrep.release is not None:
+            await _SlowPrep.release.wait()
+        if how == "deny":
+            return Status.unschedulable("storage refused")
+        if how == "boom":
+            raise RuntimeError("storage API down")
+        return SUCCESS
+
+
+def test_an_async_pre_bind_waits_in_its_binding_task_while_other_pods_are_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = _plugin_config(monkeypatch, _SlowPrep, "preBind")
+
+    async def go() -> None:
+        _SlowPrep.release = asyncio.Event()
+        h = Harness(**config)
+        assert h.core.framework.async_pre_bind
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        for name, how in (("a", "yes"), ("d", "deny"), ("e", "boom")):
+            h.event("pods", "ADDED", make_pod(name).req(cpu="100m").label("slow", how).obj())
+        while h.core.schedule_one() is not None:
+            pass
+        for _ in range(20):
+            await asyncio.sleep(0)
+        # a, d and e wait in their PreBind; the loop goes on: a new pod is scheduled and bound.
+        h.event("pods", "ADDED", make_pod("b").req(cpu="100m").obj())
+        result = h.core.schedule_one()
+        assert result is not None and result.outcome == "assumed"
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert h.binds() == [("default/b", "n1")]
+        _SlowPrep.release.set()
+        await h.drain()
+        assert sorted(h.binds()) == [("default/a", "n1"), ("default/b", "n1")]
+        conditions = {
+            key: h.status_patches(key)[-1]["status"]["conditions"][0]
+            for key in ("default/d", "default/e")
+        }
+        assert (conditions["default/d"]["reason"], conditions["default/d"]["message"]) == (
+            "Unschedulable",
+            "storage refused",
+        )
+        assert conditions["default/e"]["reason"] == "SchedulerError"
+        assert conditions["default/e"]["message"] == (
+            "running PreBind plugin SlowPrep: PreBind plugin SlowPrep raised RuntimeError: "
+            "storage API down"
+        )
+        reg = h.s.metrics.registry
+        labels = {"extension_point": "PreBind", "status": "Success", "profile": "py-scheduler"}
+        name = "scheduler_framework_extension_point_duration_seconds_count"
+        assert reg.get_sample_value(name, labels) == 2  # a and b
+
+    _run(go())

@@ -54,7 +54,7 @@ from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.preemption import PreemptionActions, fit_error_message
-from scheduler.framework.waiting_pods import WaitingPod
+from scheduler.framework.waiting_pods import PodInPreBind, WaitingPod
 from scheduler.types import (
     NodeInfo,
     NodeRecord,
@@ -104,8 +104,13 @@ class BindingCycle:
     waiting: WaitingPod | None = None
     permit_timeout: Callable[[], float | None] = lambda: None
     expire: Callable[[], object] = lambda: None
-    # Set when a PreBind plugin is async: the binder awaits ``finish_async`` instead.
+    # Set when a PreBind plugin is async: the binder awaits ``finish_async`` instead, and
+    # registers the binding for the time it takes (``enter_pre_bind(cancel)``, upstream's
+    # AddPodInPreBind: a preemption that picks the pod calls ``cancel`` rather than
+    # deleting it; ``leave_pre_bind`` afterwards).
     pre_bind_async: Callable[[], Awaitable[Status]] | None = None
+    enter_pre_bind: Callable[[Callable[[str], object]], PodInPreBind] | None = None
+    leave_pre_bind: Callable[[], object] = lambda: None
 
     def begin(self) -> tuple[Status | None, bool]:
         """Run the pre-flight: (the status that stops the binding, or None; whether the
@@ -550,6 +555,12 @@ class SchedulerCore:
                         if fw.async_pre_bind
                         else None
                     ),
+                    enter_pre_bind=(
+                        (lambda cancel: self._enter_pre_bind(assumed.uid, cancel))
+                        if fw.async_pre_bind
+                        else None
+                    ),
+                    leave_pre_bind=lambda: fw.pods_in_pre_bind.pop(assumed.uid, None),
                     waiting=waiting,
                     permit_timeout=self._permit_timeout(waiting),
                     expire=self.expire_waiting,
@@ -653,6 +664,11 @@ class SchedulerCore:
             self.observer.permit_wait(CODE_NAMES[outcome.code], self.clock.now() - wp.since)
         if outcome.is_success():
             self.queue.done(qpi.pod.key)
+
+    def _enter_pre_bind(self, uid: str, cancel: Callable[[str], object]) -> PodInPreBind:
+        entry = PodInPreBind(cancel)
+        self.framework.pods_in_pre_bind[uid] = entry
+        return entry
 
     async def _timed_pre_bind_async(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """``run_pre_bind_async``, observed as PreBind (its wall time, awaits included, as

@@ -603,7 +603,7 @@ class Evaluator:
         self.last_candidate = best
         if self.actions is not None:
             lower = self.lower_priority_nominated_pods(pod, best.node_name)
-            st = self.actions.prepare_candidate(pod, self._preempt_waiting(best), lower)
+            st = self.actions.prepare_candidate(pod, self._preempt_in_memory(best), lower)
             if not st.is_success():
                 return None, st
             self.pending_victims[pod.key] = (
@@ -612,19 +612,24 @@ class Evaluator:
             )
         return decision.result, decision.status
 
-    def _preempt_waiting(self, best: Candidate) -> Candidate:
-        """Victims held at Permit (assumed, never bound) are preempted in memory, as
-        upstream's executor does: their wait ends with an error, their binding unwinds and
-        they go back to the queue after backoff; no API call touches them. The candidate
-        that remains is what the actions port deletes."""
-        waiting = self.framework.waiting_pods
-        if not len(waiting):
+    def _preempt_in_memory(self, best: Candidate) -> Candidate:
+        """Victims that are not bound yet are stopped in memory, as upstream's executor
+        does, with no API call: one held at Permit ends its wait with an error, one whose
+        async PreBind is under way has it cancelled (unless it has just finished); their
+        bindings unwind and they go back to the queue after backoff. The candidate that
+        remains is what the actions port deletes."""
+        fw = self.framework
+        if not len(fw.waiting_pods) and not fw.pods_in_pre_bind:
             return best
         rest = []
         for v in best.victims:
-            wp = waiting.get(v.uid)
-            if wp is None or not wp.preempt("DefaultPreemption", "preempted"):
-                rest.append(v)
+            wp = fw.waiting_pods.get(v.uid)
+            if wp is not None and wp.preempt("DefaultPreemption", "preempted"):
+                continue
+            binding = fw.pods_in_pre_bind.get(v.uid)
+            if binding is not None and binding.cancel("preempted by DefaultPreemption"):
+                continue
+            rest.append(v)
         return best if len(rest) == len(best.victims) else replace(best, victims=tuple(rest))
 
     def _pick(self, candidates: list[Candidate]) -> Candidate | None:

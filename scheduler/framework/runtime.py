@@ -56,7 +56,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
-from scheduler.framework.waiting_pods import WaitingPods
+from scheduler.framework.waiting_pods import PodInPreBind, WaitingPods
 from scheduler.types import NodeInfo, PodInfo
 
 __all__ = ["Framework", "PluginScores"]
@@ -108,6 +108,8 @@ class Framework:
     nominator: Nominator | None = None
     hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
+    # Pods whose async PreBind is under way, by uid (upstream's podsInPreBind).
+    pods_in_pre_bind: dict[str, PodInPreBind] = field(default_factory=dict)
     # Plugin name -> (the plugin, itself if it offers the bulk method), looked up once.
     _batch_filters: dict[str, tuple[object, BatchFilterPlugin | None]] = field(
         default_factory=dict, repr=False, compare=False

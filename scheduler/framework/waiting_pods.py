@@ -22,7 +22,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from scheduler.framework.interface import SUCCESS, Code, Status
 from scheduler.types import NodeInfo, PodInfo
 
-__all__ = ["MAX_PERMIT_TIMEOUT_SECONDS", "FrameworkHandle", "WaitingPod", "WaitingPods"]
+__all__ = [
+    "MAX_PERMIT_TIMEOUT_SECONDS",
+    "FrameworkHandle",
+    "PodInPreBind",
+    "WaitingPod",
+    "WaitingPods",
+]
 
 # Upstream's maxTimeout: a longer Permit timeout is cut to this.
 MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
@@ -148,6 +154,32 @@ class WaitingPods:
     def expire(self, now: float) -> int:
         """Reject every pod whose wait has timed out; returns how many. O(waiting)."""
         return sum(1 for wp in list(self._pods.values()) if wp.expire(now))
+
+
+class PodInPreBind:
+    """A pod whose async PreBind is under way (upstream's podsInPreBind entry): a preemption
+    that picks it cancels its PreBind (``cancel``) instead of deleting it, unless PreBind
+    has finished first (``mark_prebound``); exactly one of the two wins."""
+
+    __slots__ = ("_cancel", "message", "state")
+
+    def __init__(self, cancel: Callable[[str], object]) -> None:
+        self._cancel = cancel
+        self.state = "prebinding"  # then "cancelled" or "prebound"
+        self.message = ""
+
+    def cancel(self, message: str) -> bool:
+        if self.state != "prebinding":
+            return False
+        self.state, self.message = "cancelled", message
+        self._cancel(message)
+        return True
+
+    def mark_prebound(self) -> bool:
+        if self.state != "prebinding":
+            return False
+        self.state = "prebound"
+        return True
 
 
 class FrameworkHandle:

@@ -33,7 +33,7 @@ from typing import Any
 
 import structlog
 
-from scheduler.framework.interface import Status
+from scheduler.framework.interface import Code, Status
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError, NotFound
 from scheduler.metrics import Metrics
@@ -102,11 +102,35 @@ class Binder:
             if failed is not None:
                 return binding_step_outcome(failed, at_permit=True), failed.message(), failed.plugin
         if failed is None:
-            failed = await cycle.finish_async()  # async PreBind plugins are awaited here
+            if cycle.enter_pre_bind is not None:
+                failed = await self._pre_bind_cancellable(cycle)
+            else:
+                failed = cycle.finish()
         if failed is not None:
             return binding_step_outcome(failed), failed.message(), ""
         outcome, message = await self.bind_now(pod, node)
         return outcome, message, ""
+
+    async def _pre_bind_cancellable(self, cycle: BindingCycle) -> Status | None:
+        """Async PreBind in a task of its own, registered as in PreBind for as long as it
+        runs: a preemption that picks the pod cancels it (upstream's CancelPod) and the
+        binding fails with an error ("preempted by DefaultPreemption", retried after
+        backoff) instead of the pod being deleted. Whichever comes first wins: the
+        cancellation, or PreBind's end (``mark_prebound``)."""
+        assert cycle.enter_pre_bind is not None
+        task = asyncio.ensure_future(cycle.finish_async())
+        entry = cycle.enter_pre_bind(lambda message: task.cancel(message))
+        failed: Status | None = None
+        try:
+            failed = await task
+        except asyncio.CancelledError:
+            if entry.state != "cancelled":
+                raise  # this binding task itself is being cancelled (shutdown)
+        finally:
+            cycle.leave_pre_bind()
+        if not entry.mark_prebound():
+            return Status(Code.ERROR, (entry.message,), "DefaultPreemption")
+        return failed
 
     async def _wait_on_permit(self, cycle: BindingCycle) -> Status:
         """The outcome of the pod's wait at Permit: allowed, rejected or preempted by

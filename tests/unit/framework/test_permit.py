@@ -336,3 +336,18 @@ def test_updates_of_a_waiting_pod_change_nothing_until_its_deletion_starts(gate:
     core.on_bind_result("default/q", BindOutcome.PERMIT, "removed")  # ignored
     assert [f.pod for f in recorder.failed_calls] == ["default/p"]
     assert "q" not in [p.name for q in core.queue.pending_pods().values() for p in q]
+
+
+def test_a_pod_in_pre_bind_is_either_cancelled_or_prebound_never_both() -> None:
+    from scheduler.framework.waiting_pods import PodInPreBind
+
+    told: list[str] = []
+    first = PodInPreBind(told.append)
+    assert first.cancel("preempted by DefaultPreemption") and told == [
+        "preempted by DefaultPreemption"
+    ]
+    assert not first.mark_prebound() and not first.cancel("again")
+    assert (first.state, first.message) == ("cancelled", "preempted by DefaultPreemption")
+    second = PodInPreBind(told.append)
+    assert second.mark_prebound() and not second.cancel("too late")
+    assert second.state == "prebound" and told == ["preempted by DefaultPreemption"]

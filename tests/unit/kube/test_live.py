@@ -839,3 +839,44 @@ def test_an_async_pre_bind_waits_in_its_binding_task_while_other_pods_are_bound(
         assert reg.get_sample_value(name, labels) == 2  # a and b
 
     _run(go())
+
+
+def test_a_preemption_cancels_an_async_pre_bind_instead_of_deleting_its_pod(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Upstream's PodInPreBind: the victim is still in its (async) PreBind, so it is not
+    bound yet; the preemption cancels that PreBind, sends no DELETE and no DisruptionTarget,
+    and the victim goes back to the queue after backoff while the preemptor takes its room."""
+    config = _plugin_config(monkeypatch, _SlowPrep, "preBind")
+
+    async def go() -> None:
+        _SlowPrep.release = asyncio.Event()  # never set: "low" would wait for ever
+        h = Harness(**config)
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="8Gi", pods="10").obj())
+        low = make_pod("low").req(cpu="1").priority(1).label("slow", "yes")
+        h.event("pods", "ADDED", low.obj())
+        result = h.core.schedule_one()
+        assert result is not None and result.outcome == "assumed"
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert list(h.core.framework.pods_in_pre_bind) == [result.pod.uid]
+        h.event("pods", "ADDED", make_pod("high").req(cpu="1").priority(100).obj())
+        pre = h.core.schedule_one()
+        assert pre is not None and pre.outcome == "preempting"
+        assert [v.name for v in pre.victims] == ["low"]
+        await h.drain()
+        assert h.deletes() == [] and h.binds() == []
+        assert h.core.framework.pods_in_pre_bind == {}
+        assert h.core.cache.get_pod("default/low") is None
+        last = h.status_patches("default/low")[-1]["status"]["conditions"][0]
+        assert (last["reason"], last["message"]) == (
+            "SchedulerError",
+            "preempted by DefaultPreemption",
+        )
+        assert [p.name for p in h.core.queue.pending_pods()["backoff"]] == ["low"]
+        again = h.core.schedule_one()  # the preemptor, now that the room is free
+        assert again is not None and again.pod.name == "high" and again.outcome == "assumed"
+        await h.drain()
+        assert h.binds() == [("default/high", "n1")]
+
+    _run(go())

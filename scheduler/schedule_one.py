@@ -636,7 +636,7 @@ class SchedulerCore:
         stays in flight, its queue events kept, until the wait ends: ``_waited``). A
         rejection or an error fails the attempt as in ``_reserve``, after Unreserve."""
         fw = self.framework
-        st, timeouts = self._timed_permit(state, assumed, host)
+        st, timeouts = self._timed("Permit", fw.run_permit, state, assumed, host)
         if st.code is Code.WAIT:
             wp = fw.waiting_pods.add(assumed, timeouts, self.clock.now())
             wp.on_done(lambda outcome: self._waited(qpi, wp, outcome))
@@ -644,17 +644,6 @@ class SchedulerCore:
         if st.is_success():
             return None, None
         return self._fail_after_assume(qpi, state, assumed, host, st), None
-
-    def _timed_permit(
-        self, state: CycleState, pod: PodInfo, node: str
-    ) -> tuple[Status, dict[str, float]]:
-        if self.observer is None:
-            return self.framework.run_permit(state, pod, node)
-        t0 = time.perf_counter()
-        result = self.framework.run_permit(state, pod, node)
-        seconds = time.perf_counter() - t0
-        self.observer.extension_point("Permit", CODE_NAMES[result[0].code], seconds)
-        return result
 
     def _waited(self, qpi: QueuedPodInfo, wp: WaitingPod, outcome: Status) -> None:
         """The wait at Permit ended. Allowed: the pod's cycle is over for the queue (upstream
@@ -699,12 +688,14 @@ class SchedulerCore:
         node: str,
     ) -> _R:
         """``run(state, pod, node)``, observed as upstream's extension point duration, with
-        the returned status's code name ("Success" for a point that returns nothing)."""
+        the returned status's code name (Permit returns it first in a pair; "Success" for a
+        point that returns nothing)."""
         if self.observer is None:
             return run(state, pod, node)
         t0 = time.perf_counter()
         result = run(state, pod, node)
-        code = CODE_NAMES[result.code] if isinstance(result, Status) else "Success"
+        st = result[0] if isinstance(result, tuple) else result
+        code = CODE_NAMES[st.code] if isinstance(st, Status) else "Success"
         self.observer.extension_point(point, code, time.perf_counter() - t0)
         return result
 

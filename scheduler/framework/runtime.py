@@ -104,6 +104,8 @@ class Framework:
     reserve_plugins: list[ReservePlugin] = field(default_factory=list)
     permit_plugins: list[PermitPlugin] = field(default_factory=list)
     pre_bind_plugins: list[PreBindPlugin] = field(default_factory=list)
+    # Whether a PreBind plugin's ``pre_bind`` is a coroutine function (set by ``build``).
+    async_pre_bind: bool = False
     post_bind_plugins: list[PostBindPlugin] = field(default_factory=list)
     nominator: Nominator | None = None
     hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
@@ -181,6 +183,9 @@ class Framework:
         fw.reserve_plugins = _in_order(reserving, reserve)
         fw.permit_plugins = _in_order(permitting, permit)
         fw.pre_bind_plugins = _in_order(pre_binding, pre_bind)
+        fw.async_pre_bind = any(
+            inspect.iscoroutinefunction(p.pre_bind) for p in fw.pre_bind_plugins
+        )
         fw.post_bind_plugins = _in_order(post_binding, post_bind)
         return fw
 
@@ -291,11 +296,6 @@ class Framework:
             if failed is not None:
                 return failed
         return SUCCESS
-
-    @property
-    def async_pre_bind(self) -> bool:
-        """Whether a PreBind plugin's ``pre_bind`` is a coroutine function."""
-        return any(inspect.iscoroutinefunction(p.pre_bind) for p in self.pre_bind_plugins)
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Upstream's ``RunPostBindPlugins``: informational, after a successful bind."""

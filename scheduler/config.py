@@ -52,6 +52,7 @@ FILTER_PLUGINS = (
     "NodeResourcesFit",
     "PodTopologySpread",
     "InterPodAffinity",
+    "NodeDeclaredFeatures",  # upstream appends it to the default profile after the others
 )
 SCORE_PLUGINS = (
     "TaintToleration",

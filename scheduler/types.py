@@ -396,6 +396,8 @@ class PodInfo:
     phase: str = "Pending"
     resource_version: str = ""
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name
+    # Node features the pod needs (NodeDeclaredFeatures; see _required_features)
+    required_features: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -967,10 +969,15 @@ def pod_from_dict(
 
     host_ports = []
     images = []
+    restart_all = bind_options = False
     for group in ("initContainers", "containers"):
-        for c in spec.get(group) or ():
+        for i, c in enumerate(spec.get(group) or ()):
             if c.get("image"):
                 images.append(str(c["image"]))
+            if not restart_all and c.get("restartPolicyRules"):
+                restart_all = _restarts_all_containers(c["restartPolicyRules"], group, i, who)
+            if not bind_options and c.get("volumeMounts"):
+                bind_options = _has_bind_mount_options(c["volumeMounts"], group, i, who)
             if group == "initContainers" and c.get("restartPolicy") != "Always":
                 continue  # upstream GetHostPorts: only sidecars run for the pod's lifetime
             for port in c.get("ports") or ():
@@ -987,6 +994,19 @@ def pod_from_dict(
         ref = (vol.get("image") or {}).get("reference")
         if ref:
             images.append(str(ref))  # an image volume (GA in 1.36) is pulled as an image too
+    if not bind_options and spec.get("ephemeralContainers"):
+        for i, c in enumerate(spec["ephemeralContainers"]):
+            if c.get("volumeMounts") and _has_bind_mount_options(
+                c["volumeMounts"], "ephemeralContainers", i, who
+            ):
+                bind_options = True
+                break
+    if restart_all or bind_options or spec.get("hostNetwork") is True:
+        features = _required_features(
+            restart_all, bind_options, spec.get("hostNetwork") is True, spec.get("hostUsers")
+        )
+    else:
+        features = _NO_FEATURES
 
     owner = None
     for ref in meta.get("ownerReferences") or ():
@@ -1070,7 +1090,58 @@ def pod_from_dict(
     pod.phase = str(status.get("phase") or "Pending")
     pod.resource_version = str(meta.get("resourceVersion") or "")
     pod.scheduling_gates = gates
+    pod.required_features = features
     return _seal(pod)
+
+
+# Node features a pod can require (k8s.io/component-helpers/nodedeclaredfeatures v0.37: of
+# the nine features registered there, these three are the ones whose InferForScheduling can
+# be true; a node lists what it has in status.declaredFeatures).
+FEATURE_RESTART_ALL_CONTAINERS = "RestartAllContainersOnContainerExits"
+FEATURE_USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
+FEATURE_VOLUME_BIND_MOUNT_OPTIONS = "VolumeBindMountOptions"
+_NO_FEATURES: frozenset[str] = frozenset()
+
+
+def _required_features(
+    restart_all: bool, bind_options: bool, host_network: bool, host_users: Any
+) -> frozenset[str]:
+    """What the pod needs from its node: a restart rule of action RestartAllContainers on a
+    container or init container; bindMountOptions on any container's volume mount; or
+    hostNetwork with hostUsers explicitly false (a user namespace on the host network)."""
+    found = []
+    if restart_all:
+        found.append(FEATURE_RESTART_ALL_CONTAINERS)
+    if host_network and host_users is False:
+        found.append(FEATURE_USER_NAMESPACES_HOST_NETWORK)
+    if bind_options:
+        found.append(FEATURE_VOLUME_BIND_MOUNT_OPTIONS)
+    return frozenset(found) if found else _NO_FEATURES
+
+
+def _restarts_all_containers(rules: Any, group: str, i: int, who: str) -> bool:
+    """Whether a container's restartPolicyRules hold an action RestartAllContainers."""
+    where = f"spec.{group}[{i}].restartPolicyRules"
+    if not isinstance(rules, list):
+        raise ParseError(who, where, "expected a list")
+    for j, rule in enumerate(rules):
+        if not isinstance(rule, Mapping):
+            raise ParseError(who, f"{where}[{j}]", "expected a map")
+        if rule.get("action") == "RestartAllContainers":
+            return True
+    return False
+
+
+def _has_bind_mount_options(mounts: Any, group: str, i: int, who: str) -> bool:
+    """Whether any of a container's volumeMounts sets bindMountOptions."""
+    if not isinstance(mounts, list):
+        raise ParseError(who, f"spec.{group}[{i}].volumeMounts", "expected a list")
+    for j, m in enumerate(mounts):
+        if not isinstance(m, Mapping):
+            raise ParseError(who, f"spec.{group}[{i}].volumeMounts[{j}]", "expected a map")
+        if m.get("bindMountOptions"):
+            return True
+    return False
 
 
 def _scheduling_gates(raw: Any, who: str) -> tuple[str, ...]:
@@ -1098,6 +1169,7 @@ class NodeRecord:
     allocatable: Resource
     unschedulable: bool = False
     images: Mapping[str, int] = field(default_factory=dict)  # image name -> size bytes
+    declared_features: frozenset[str] = frozenset()  # status.declaredFeatures
 
 
 def node_from_dict(obj: Obj) -> NodeRecord:
@@ -1128,6 +1200,9 @@ def node_from_dict(obj: Obj) -> NodeRecord:
         size = int(img.get("sizeBytes") or 0)
         for n in img.get("names") or ():
             images[str(n)] = size
+    declared = status.get("declaredFeatures") or ()
+    if not isinstance(declared, list | tuple) or not all(isinstance(f, str) for f in declared):
+        raise ParseError(who, "status.declaredFeatures", "expected a list of strings")
     return NodeRecord(
         name=name,
         labels={str(k): str(v) for k, v in labels.items()},
@@ -1135,6 +1210,7 @@ def node_from_dict(obj: Obj) -> NodeRecord:
         allocatable=alloc,
         unschedulable=bool(spec.get("unschedulable")),
         images=images,
+        declared_features=frozenset(declared) if declared else _NO_FEATURES,
     )
 
 

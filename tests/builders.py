@@ -243,6 +243,16 @@ class PodBuilder:
         self._o["status"]["phase"] = phase
         return self
 
+    def spec_field(self, key: str, value: Any) -> PodBuilder:
+        """Any spec field as it is (e.g. hostNetwork, ephemeralContainers)."""
+        self._o["spec"][key] = value
+        return self
+
+    def container_field(self, key: str, value: Any, index: int = 0) -> PodBuilder:
+        """Any field of spec.containers[index] as it is (e.g. restartPolicyRules)."""
+        self._o["spec"]["containers"][index][key] = value
+        return self
+
     def obj(self) -> dict[str, Any]:
         return copy.deepcopy(self._o)
 
@@ -278,6 +288,11 @@ class NodeBuilder:
 
     def unschedulable(self) -> NodeBuilder:
         self._o["spec"]["unschedulable"] = True
+        return self
+
+    def declared_features(self, *names: str) -> NodeBuilder:
+        """status.declaredFeatures (kept sorted, as the API server requires)."""
+        self._o["status"]["declaredFeatures"] = sorted(names)
         return self
 
     def image(self, name: str, size: int, *aliases: str) -> NodeBuilder:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from tests.e2e.conftest import wait_for
-from tests.e2e.kit import Kit, settle
+from tests.e2e.kit import Kit, pod_manifest, settle
 from tests.e2e.procs import SchedulerProcess
 
 
@@ -140,3 +140,28 @@ def test_queue_order_highest_priority_binds_first_then_creation_order(
     settle(2)
     assert not kit.node_of("low")
     assert sched.alive
+
+
+def test_a_pod_needing_a_node_feature_waits_for_a_node_that_declares_it(
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
+) -> None:
+    """NodeDeclaredFeatures (GA in v1.37): a container restart rule with action
+    RestartAllContainers needs RestartAllContainersOnContainerExits in the node's
+    status.declaredFeatures; kwok nodes declare nothing until we patch one."""
+    plain, later = kit.nodes(2, cpu="2")
+    body = pod_manifest("restarts-all", node_selector=kit.selector)
+    body["spec"]["containers"][0]["restartPolicy"] = "Never"
+    body["spec"]["containers"][0]["restartPolicyRules"] = [
+        {"action": "RestartAllContainers", "exitCodes": {"operator": "In", "values": [42]}}
+    ]
+    kit.core.create_namespaced_pod(kit.ns, body)
+    ev = kit.wait_event("restarts-all", "FailedScheduling")
+    m = re.match(r"0/(\d+) nodes are available: (.*?)\. preemption:", ev["message"])
+    assert m, ev["message"]
+    assert "2 node(s) didn't match Pod's required features" in m.group(2).split(", "), ev
+    assert not kit.node_of("restarts-all")
+    kit.core.patch_node_status(
+        later, {"status": {"declaredFeatures": ["RestartAllContainersOnContainerExits"]}}
+    )
+    assert kit.wait_bound("restarts-all") == later, f"{plain} declares nothing"

@@ -552,4 +552,5 @@ def _scheduling_relevant(p: PodInfo) -> tuple[Any, ...]:
         p.topology_spread_constraints,
         p.labels,
         p.priority,
+        p.required_features,
     )

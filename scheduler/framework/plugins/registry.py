@@ -15,6 +15,7 @@ from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.imagelocality import ImageLocality
 from scheduler.framework.plugins.interpodaffinity import InterPodAffinity
 from scheduler.framework.plugins.nodeaffinity import NodeAffinity
+from scheduler.framework.plugins.nodedeclaredfeatures import NodeDeclaredFeatures
 from scheduler.framework.plugins.nodename import NodeName
 from scheduler.framework.plugins.nodeports import NodePorts
 from scheduler.framework.plugins.noderesources.balanced_allocation import BalancedAllocation
@@ -61,6 +62,7 @@ def build_framework(
         BalancedAllocation(resources),
         ImageLocality(),
         SchedulingGates(),
+        NodeDeclaredFeatures(),
     ]
     # Out-of-tree plugins (docs/plugins.md): a fresh instance per framework, guarded so that
     # an exception becomes an Error for that pod, never a stopped scheduler.

@@ -300,6 +300,9 @@ class _Simulation:
             actions=self.ports,
             rng=random.Random(seed),
         )
+        # Time stands still here: the retry policy of the module docstring decides when a
+        # pod of backoffQ goes again (it is this clock's PopFromBackoffQ), not the queue.
+        self.core.queue.pop_from_backoff = False
         self.bound = dict(inp.bound)
         self.decisions = list(inp.decisions)
         self.placements = dict(inp.placements)

@@ -3,7 +3,10 @@
 - activeQ: pods ready for a scheduling attempt, highest priority first, then earliest
   enqueue time (then insertion order), a SortedList of frozen keys.
 - backoffQ: pods that failed recently and wait out their backoff (1s doubling to 10s by
-  default), ordered by backoff expiry.
+  default), ordered by backoff expiry. As upstream's SchedulerPopFromBackoffQ (on by default
+  since 1.33), when activeQ is empty ``pop`` takes the next pod a plugin rejected from
+  backoffQ at once (by its expiry's 1-second window, then as activeQ orders); a pod whose
+  attempt ended in an error always waits out its backoff.
 - unschedulable pods: pods that failed and wait for a cluster event that could help them.
   Each remembers the plugins that rejected it; a cluster event moves it back only if one of
   those plugins' queueing hints says the event may make it schedulable (precise moves, not
@@ -33,7 +36,8 @@ fails after such an event goes to backoffQ instead of sleeping in the unschedula
 Every pod the queue holds is in exactly one of activeQ, backoffQ, unschedulable, gated,
 in-flight (``check_invariants``). The queue does no waiting itself: ``pop`` returns None
 when nothing is ready, and ``on_ready`` (a callback) tells the owner when a pod became
-ready, so an asyncio owner can await it. Time comes from an injected Clock.
+ready (entered activeQ, or entered backoffQ where ``pop`` may take it), so an asyncio owner
+can await it. Time comes from an injected Clock.
 
 Runtime complexity: add/update/delete/pop O(log n); flush_backoff_completed O(k log n) for
 k moved pods; move_all_to_active_or_backoff O(u) for u unschedulable pods.
@@ -75,6 +79,11 @@ EVENT_UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 EVENT_SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 EVENT_POD_UPDATE = "PodUpdate"
 EVENT_FORCE_ACTIVATE = "ForceActivate"
+EVENT_POP_FROM_BACKOFF = "PopFromBackoffQ"
+
+# Upstream's backoffQ orders the pods whose backoff ends within the same second as activeQ
+# would (backoffQOrderingWindowDuration), for popping from it when activeQ is empty.
+BACKOFF_ORDERING_WINDOW = 1.0
 
 
 @dataclass(slots=True)
@@ -90,6 +99,7 @@ class QueuedPodInfo:
     seq: int = 0
     _active_key: tuple[int, float, int, str] | None = None
     _backoff_key: tuple[float, int, str] | None = None
+    _poppable_key: tuple[float, int, float, int, str] | None = None
     _in_flight_since: int = 0
     _updated_in_flight: bool = False
     _deleted_in_flight: bool = False  # deleted during its cycle: its failure is dropped
@@ -119,6 +129,7 @@ class PriorityQueue:
         hints: Mapping[str, Sequence[EventRegistration]] | None = None,
         on_ready: Callable[[], None] | None = None,
         on_incoming: IncomingHook | None = None,
+        pop_from_backoff: bool = True,
     ) -> None:
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
@@ -141,8 +152,15 @@ class PriorityQueue:
         # an update, or an event that plugin's hints accept, lets it pass.
         self.pre_enqueue: Callable[[PodInfo], Rejection | None] | None = None
         self.nominator = Nominator()
+        # Upstream's SchedulerPopFromBackoffQ (beta, on by default since 1.33): when activeQ
+        # is empty, pop takes the next pod of backoffQ without waiting for its backoff to
+        # end. Only pods that a plugin rejected qualify (upstream keeps pods whose attempt
+        # ended in an error in a backoff heap of their own, which is never popped early).
+        self.pop_from_backoff = pop_from_backoff
         self._active: SortedList = SortedList()
         self._backoff: SortedList = SortedList()
+        # The rejected pods of backoffQ, by (expiry's 1-s window, -priority, timestamp, seq).
+        self._backoff_poppable: SortedList = SortedList()
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
@@ -171,11 +189,18 @@ class PriorityQueue:
             self.on_ready()
 
     def _push_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
-        qpi._backoff_key = (self.backoff_expiry(qpi), qpi.seq, qpi.pod.key)
+        expiry = self.backoff_expiry(qpi)
+        qpi._backoff_key = (expiry, qpi.seq, qpi.pod.key)
         self._backoff.add(qpi._backoff_key)
+        if not qpi.errored and qpi.unschedulable_plugins:
+            window = expiry - expiry % BACKOFF_ORDERING_WINDOW
+            qpi._poppable_key = (window, -qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
+            self._backoff_poppable.add(qpi._poppable_key)
         self._where[qpi.pod.key] = BACKOFF_Q
         self._infos[qpi.pod.key] = qpi
         self._incoming(BACKOFF_Q, event)
+        if self.pop_from_backoff and qpi._poppable_key is not None and self.on_ready is not None:
+            self.on_ready()  # pop may take it now if activeQ is empty
 
     def _push_unschedulable(self, qpi: QueuedPodInfo, event: str) -> None:
         self._unschedulable[qpi.pod.key] = qpi
@@ -225,6 +250,9 @@ class PriorityQueue:
         elif where == BACKOFF_Q:
             self._backoff.remove(qpi._backoff_key)
             qpi._backoff_key = None
+            if qpi._poppable_key is not None:
+                self._backoff_poppable.remove(qpi._poppable_key)
+                qpi._poppable_key = None
         elif where == UNSCHEDULABLE_Q:
             del self._unschedulable[key]
         elif where == GATED_Q:
@@ -336,8 +364,17 @@ class PriorityQueue:
 
     # ------------------------------------------------------------------ scheduling cycle
     def pop(self) -> QueuedPodInfo | None:
-        """The next pod to schedule, or None when activeQ is empty. O(log n)."""
-        if self.closed or not self._active:
+        """The next pod to schedule, or None when nothing is ready: the head of activeQ, else
+        (``pop_from_backoff``) the next rejected pod of backoffQ, through the same checks as
+        a pod that enters activeQ (PreEnqueue, the preemption hold). O(log n)."""
+        if self.closed:
+            return None
+        if not self._active and self.pop_from_backoff:
+            while self._backoff_poppable and not self._active:
+                early = self._detach(self._backoff_poppable[0][4])
+                assert early is not None
+                self._enter_active(early, EVENT_POP_FROM_BACKOFF)
+        if not self._active:
             return None
         key = self._active[0][3]
         qpi = self._detach(key)
@@ -517,6 +554,14 @@ class PriorityQueue:
         for k in self._backoff:
             assert k[2] not in seen, f"{k[2]} in two sub-queues"
             seen[k[2]] = BACKOFF_Q
+        poppable = {k[4] for k in self._backoff_poppable}
+        assert len(poppable) == len(self._backoff_poppable), "a pod poppable twice"
+        assert poppable <= {k[2] for k in self._backoff}, "poppable but not in backoffQ"
+        for k in self._backoff:
+            q = self._infos[k[2]]
+            rejected = not q.errored and bool(q.unschedulable_plugins)
+            assert (k[2] in poppable) == rejected, f"{k[2]}: poppable iff rejected by a plugin"
+            assert q._poppable_key is None or q._poppable_key[4] == k[2]
         for key in self._unschedulable:
             assert key not in seen, f"{key} in two sub-queues"
             seen[key] = UNSCHEDULABLE_Q

@@ -756,3 +756,121 @@ def test_the_left_over_flush_runs_pre_enqueue_again_for_pods_gated_that_long(
     assert q.flush_unschedulable_left_over() == 2
     assert q.where("default/a") == ACTIVE_Q and q.where("default/b") == ACTIVE_Q
     q.check_invariants()
+
+
+# --------------------------------------------------------------------------- PopFromBackoffQ
+
+
+def _helped(q: PriorityQueue, p: PodInfo) -> QueuedPodInfo:
+    """Add ``p``, pop it, and let a node that could help it arrive while it is in flight:
+    its NodeAffinity rejection sends it to backoffQ (a rejected pod, not an errored one)."""
+    q.add(p)
+    qpi = pop(q, p.key)
+    q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n9").label("disk", "ssd").record())
+    fail(q, qpi, names.NODE_AFFINITY)
+    assert q.where(p.key) == BACKOFF_Q
+    return qpi
+
+
+def _picky(name: str, prio: int = 0) -> PodInfo:
+    return make_pod(name).priority(prio).node_selector(disk="ssd").info()
+
+
+def test_an_empty_active_queue_pops_a_rejected_pod_before_its_backoff_ends(
+    q: PriorityQueue, clock: FakeClock
+) -> None:
+    """Upstream's SchedulerPopFromBackoffQ (on by default since 1.33): nothing else to do,
+    so the pod goes again now instead of after its second of backoff."""
+    incoming: list[tuple[str, str]] = []
+    q.q.on_incoming = lambda queue, event: incoming.append((queue, event))  # type: ignore[attr-defined]
+    _helped(q, _picky("p"))
+    assert q.next_backoff_expiry() == clock.now() + 1
+    again = pop(q, "default/p")
+    assert again.attempts == 2 and q.where("default/p") is not None
+    assert ("active", "PopFromBackoffQ") in incoming
+
+
+def test_active_pods_go_first_and_the_backoff_pod_waits(q: PriorityQueue) -> None:
+    _helped(q, _picky("p", prio=1000))
+    q.add(pod("a"))
+    pop(q, "default/a")  # activeQ first, whatever the priorities
+    assert q.where("default/p") == BACKOFF_Q
+    pop(q, "default/p")
+
+
+def test_an_errored_pod_is_never_popped_before_its_backoff_ends(
+    q: PriorityQueue, clock: FakeClock
+) -> None:
+    q.add(pod("e"))
+    fail(q, pop(q, "default/e"))  # an error: upstream's error backoff heap
+    assert q.where("default/e") == BACKOFF_Q
+    assert q.pop() is None
+    clock.step(1)
+    q.flush_backoff_completed()
+    pop(q, "default/e")
+
+
+def test_backoff_pods_pop_by_window_then_priority(q: PriorityQueue, clock: FakeClock) -> None:
+    """Within one second of backoff expiry the higher priority goes first (upstream orders a
+    window as activeQ would); an earlier window goes first whatever the priorities."""
+    clock.set(float(int(clock.now())) + 100.0)  # a whole second: the windows below are exact
+    start = clock.now()
+    low, high, later = _picky("low", 1), _picky("high", 5), _picky("later", 9)
+    for p in (low, high, later):
+        q.add(p)
+    q.move_all_to_active_or_backoff(NODE_ADD, None, None)  # before the pops: helps nobody
+    qpis = {}
+    for key in ("default/later", "default/high", "default/low"):
+        qpis[key] = pop(q, key)
+    ssd = make_node("n9").label("disk", "ssd").record()
+    q.move_all_to_active_or_backoff(NODE_ADD, None, ssd)
+    fail(q, qpis["default/low"], names.NODE_AFFINITY)  # expires at start + 1.0
+    clock.step(0.5)
+    fail(q, qpis["default/high"], names.NODE_AFFINITY)  # start + 1.5: the same window
+    clock.step(0.6)
+    fail(q, qpis["default/later"], names.NODE_AFFINITY)  # start + 2.1: the next window
+    assert q.next_backoff_expiry() == start + 1.0
+    for key in ("default/high", "default/low", "default/later"):
+        pop(q, key)
+
+
+def test_without_pop_from_backoff_the_pod_waits_out_its_backoff(clock: FakeClock) -> None:
+    q = Checked(PriorityQueue(clock, hints=HINTS, pop_from_backoff=False))
+    _helped(q, _picky("p"))  # type: ignore[arg-type]
+    assert q.pop() is None
+    clock.step(1)
+    q.flush_backoff_completed()
+    pop(q, "default/p")  # type: ignore[arg-type]
+
+
+def test_a_pod_popped_from_backoff_passes_the_checks_of_active(
+    q: PriorityQueue, clock: FakeClock
+) -> None:
+    """On its way to the cycle a pod from backoffQ meets what any pod entering activeQ
+    meets: the preemption hold sends it to the unschedulable map, a PreEnqueue rejection to
+    the gated set; the next one in backoffQ is popped instead."""
+    held, gated, ok = _picky("held", 9), _picky("gated", 5), _picky("ok", 1)
+    for p in (held, gated, ok):
+        q.add(p)
+    qpis = {k: pop(q, k) for k in ("default/held", "default/gated", "default/ok")}
+    q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n9").label("disk", "ssd").record())
+    for qpi in qpis.values():
+        fail(q, qpi, names.NODE_AFFINITY)
+    q.q.gate = lambda p: p.key != "default/held"  # type: ignore[attr-defined]
+    q.q.pre_enqueue = lambda p: (  # type: ignore[attr-defined]
+        Status.unresolvable("not yet", plugin="Quota") if p.key == "default/gated" else None
+    )
+    pop(q, "default/ok")
+    assert q.where("default/held") == UNSCHEDULABLE_Q
+    assert q.where("default/gated") == GATED_Q
+
+
+def test_on_ready_fires_when_a_rejected_pod_enters_backoff(clock: FakeClock) -> None:
+    woken: list[int] = []
+    q = Checked(PriorityQueue(clock, hints=HINTS, on_ready=lambda: woken.append(1)))
+    q.add(_picky("p"))
+    qpi = pop(q, "default/p")  # type: ignore[arg-type]
+    woken.clear()
+    q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n9").label("disk", "ssd").record())
+    fail(q, qpi, names.NODE_AFFINITY)  # type: ignore[arg-type]
+    assert woken, "the scheduling loop must wake to pop it"

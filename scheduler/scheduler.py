@@ -155,8 +155,11 @@ class Scheduler:
             await asyncio.wait_for(self._wake.wait(), timeout=timeout)
 
     async def _flush_loop(self) -> None:
+        # On the whole seconds of the core's clock, as upstream's backoff flush: backoff
+        # expiries are cut to the second, so each window's pods leave when it begins.
+        clock = self.core.clock
         while not self._stopping:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(1.0 - clock.now() % 1.0)
             self.core.flush()
             self.refresh_gauges()
 

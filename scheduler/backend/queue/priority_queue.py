@@ -2,11 +2,14 @@
 
 - activeQ: pods ready for a scheduling attempt, highest priority first, then earliest
   enqueue time (then insertion order), a SortedList of frozen keys.
-- backoffQ: pods that failed recently and wait out their backoff (1s doubling to 10s by
-  default), ordered by backoff expiry. As upstream's SchedulerPopFromBackoffQ (on by default
-  since 1.33), when activeQ is empty ``pop`` takes the next pod a plugin rejected from
-  backoffQ at once (by its expiry's 1-second window, then as activeQ orders); a pod whose
-  attempt ended in an error always waits out its backoff.
+- backoffQ: pods that failed recently and wait out their backoff, ordered by backoff
+  expiry. As upstream's: the backoff doubles from 1s to at most 10s (by default) with the
+  count of the pod's rejections, or of its consecutive errors when its last attempt ended
+  in one (a rejection resets that count), and its expiry is cut to the whole second (the
+  1-second ordering window of upstream's SchedulerPopFromBackoffQ, on by default since
+  1.33), so a window's pods leave together. When activeQ is empty ``pop`` takes the next
+  pod a plugin rejected from backoffQ at once (by window, then as activeQ orders); a pod
+  whose attempt ended in an error always waits out its backoff.
 - unschedulable pods: pods that failed and wait for a cluster event that could help them.
   Each remembers the plugins that rejected it; a cluster event moves it back only if one of
   those plugins' queueing hints says the event may make it schedulable (precise moves, not
@@ -93,6 +96,8 @@ class QueuedPodInfo:
     initial_attempt_timestamp: float | None = None
     enqueued_at: float = 0.0  # when the queue first saw the pod (the scheduling SLI's start)
     attempts: int = 0
+    unschedulable_count: int = 0  # attempts that plugins rejected (the backoff's count)
+    consecutive_errors: int = 0  # attempts in a row that ended in an error (its count then)
     unschedulable_plugins: set[str] = field(default_factory=set)
     # The last attempt failed with an error (not a rejection): retry after backoff.
     errored: bool = False
@@ -192,9 +197,8 @@ class PriorityQueue:
         expiry = self.backoff_expiry(qpi)
         qpi._backoff_key = (expiry, qpi.seq, qpi.pod.key)
         self._backoff.add(qpi._backoff_key)
-        if not qpi.errored and qpi.unschedulable_plugins:
-            window = expiry - expiry % BACKOFF_ORDERING_WINDOW
-            qpi._poppable_key = (window, -qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
+        if _rejected(qpi):
+            qpi._poppable_key = (expiry, -qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
             self._backoff_poppable.add(qpi._poppable_key)
         self._where[qpi.pod.key] = BACKOFF_Q
         self._infos[qpi.pod.key] = qpi
@@ -288,10 +292,17 @@ class PriorityQueue:
         return min(d, self.max_backoff)
 
     def backoff_expiry(self, qpi: QueuedPodInfo) -> float:
-        return qpi.timestamp + self.backoff_duration(max(qpi.attempts, 1))
+        """When the pod's backoff ends: its last failure's time plus the backoff for its
+        count (consecutive errors if its last attempt ended in one, else rejections), cut
+        to the window (upstream's getBackoffTime); its failure time if it never failed."""
+        count = qpi.consecutive_errors or qpi.unschedulable_count
+        if count == 0:
+            return qpi.timestamp
+        expiry = qpi.timestamp + self.backoff_duration(count)
+        return expiry - expiry % BACKOFF_ORDERING_WINDOW
 
     def is_backing_off(self, qpi: QueuedPodInfo) -> bool:
-        return qpi.attempts > 0 and self.backoff_expiry(qpi) > self.clock.now()
+        return self.backoff_expiry(qpi) > self.clock.now()
 
     # ------------------------------------------------------------------ pod events
     def add(self, pod: PodInfo, *, timestamp: float | None = None) -> None:
@@ -410,6 +421,11 @@ class PriorityQueue:
                 return  # already back in a queue (e.g. deleted and re-created meanwhile)
             self._detach(key)
         qpi.timestamp = self.clock.now()
+        if _rejected(qpi):
+            qpi.unschedulable_count += 1
+            qpi.consecutive_errors = 0  # the error is gone
+        else:
+            qpi.consecutive_errors += 1
         helped = qpi.errored or not qpi.unschedulable_plugins or qpi._updated_in_flight
         if not helped:
             for seq, ev, old, new in self._in_flight_events:
@@ -559,8 +575,7 @@ class PriorityQueue:
         assert poppable <= {k[2] for k in self._backoff}, "poppable but not in backoffQ"
         for k in self._backoff:
             q = self._infos[k[2]]
-            rejected = not q.errored and bool(q.unschedulable_plugins)
-            assert (k[2] in poppable) == rejected, f"{k[2]}: poppable iff rejected by a plugin"
+            assert (k[2] in poppable) == _rejected(q), f"{k[2]}: poppable iff rejected"
             assert q._poppable_key is None or q._poppable_key[4] == k[2]
         for key in self._unschedulable:
             assert key not in seen, f"{key} in two sub-queues"
@@ -582,6 +597,11 @@ class PriorityQueue:
             if seen[key] == ACTIVE_Q:
                 assert q._active_key == (-q.pod.priority, q.timestamp, q.seq, key), "stale key"
         self.nominator.check_invariants()
+
+
+def _rejected(qpi: QueuedPodInfo) -> bool:
+    """The pod's last attempt ended in a rejection by plugins, not in an error."""
+    return not qpi.errored and bool(qpi.unschedulable_plugins)
 
 
 def _scheduling_relevant(p: PodInfo) -> tuple[Any, ...]:

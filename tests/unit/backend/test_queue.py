@@ -222,16 +222,52 @@ def test_errored_pods_go_to_backoff(q: PriorityQueue) -> None:
 
 
 def test_backoff_flush_order_and_count(q: PriorityQueue, clock: FakeClock) -> None:
-    for name in ("a", "b"):
+    """Expiries are cut to the whole second (upstream's 1-s window): a (failed at t0) and b
+    (t0 + 0.5) both leave at t0 + 1; c (t0 + 1.2) at t0 + 2."""
+    t0 = clock.now()
+    assert t0 == int(t0)
+    for name in ("a", "b", "c"):
         q.add(pod(name))
     fail(q, pop(q, "default/a"))
     clock.step(0.5)
     fail(q, pop(q, "default/b"))
-    clock.step(0.5)
-    assert q.flush_backoff_completed() == 1  # a's second is up, b's is not
-    assert keys(q.pending_pods()[ACTIVE_Q]) == ["default/a"]
-    clock.step(0.5)
+    clock.step(0.7)
+    fail(q, pop(q, "default/c"))
+    assert q.flush_backoff_completed() == 2  # the window [t0 + 1, t0 + 2) has begun
+    assert keys(q.pending_pods()[ACTIVE_Q]) == ["default/a", "default/b"]
+    assert q.next_backoff_expiry() == t0 + 2
+    clock.step(0.79)
+    assert q.flush_backoff_completed() == 0
+    clock.step(0.01)
     assert q.flush_backoff_completed() == 1 and q.next_backoff_expiry() is None
+
+
+def test_backoff_counts_rejections_and_consecutive_errors_apart(
+    q: PriorityQueue, clock: FakeClock
+) -> None:
+    """Upstream's getBackoffTime: rejections double the backoff; an error counts on its own
+    (1 s after three rejections), and the next rejection resets the error count and goes on
+    from the rejections (8 s for the fourth)."""
+    q.add(pod("p"))
+    waited = []
+    for plugins in ((names.NODE_RESOURCES_FIT,),) * 3 + ((), (), (names.NODE_RESOURCES_FIT,)):
+        qpi = pop(q, "default/p")
+        fail(q, qpi, *plugins)
+        expiry = q.backoff_expiry(q.get("default/p"))
+        waited.append(expiry - clock.now())
+        clock.set(expiry)
+        q.flush_backoff_completed()
+        if q.where("default/p") == UNSCHEDULABLE_Q:  # a rejection waits for an event
+            q.activate(["default/p"])
+        assert q.where("default/p") == ACTIVE_Q
+    assert waited == [1, 2, 4, 1, 2, 8]
+
+
+def test_a_backoff_is_cut_to_its_window(q: PriorityQueue, clock: FakeClock) -> None:
+    clock.step(0.7)
+    q.add(pod("p"))
+    fail(q, pop(q, "default/p"))
+    assert q.next_backoff_expiry() == pytest.approx(clock.now() + 0.3)
 
 
 # --------------------------------------------------------------------------- unschedulable

@@ -143,6 +143,19 @@ class Metrics:
             "Pods placed on nodes in the scheduler cache.",
             registry=r,
         )
+        self.cache_size = Gauge(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"],
+            registry=r,
+        )
+        self.scheduled_after_flush = Counter(
+            "scheduler_pod_scheduled_after_flush",
+            "Number of pods that were successfully scheduled after being flushed from the "
+            "unschedulable pods because they stayed there too long (a queueing hint that "
+            "misses an event shows here).",
+            registry=r,
+        )
 
     def child(self, metric: Any, *values: str) -> Any:
         """``metric.labels(*values)``, remembered (label values come from small sets:
@@ -165,8 +178,10 @@ class Metrics:
     def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self.child(self.plugin_seconds, plugin, point, status).observe(seconds)
 
-    def pod_scheduled(self, attempts: int, sli_seconds: float) -> None:
+    def pod_scheduled(self, attempts: int, sli_seconds: float, after_flush: bool) -> None:
         self.child(self.sli_seconds, str(attempts)).observe(sli_seconds)
+        if after_flush:
+            self.scheduled_after_flush.inc()
 
     def permit_wait(self, result: str, seconds: float) -> None:
         self.child(self.permit_wait_seconds, result).observe(seconds)

@@ -176,7 +176,7 @@ class CycleObserver(Protocol):
     """Where a cycle's timings go (the live scheduler's Prometheus metrics; nothing in
     ``simulate``). Upstream's names: scheduling_algorithm_duration, framework
     extension_point_duration, plugin_execution_duration (sampled cycles only),
-    pod_scheduling_sli_duration and permit_wait_duration."""
+    pod_scheduling_sli_duration, pod_scheduled_after_flush and permit_wait_duration."""
 
     def algorithm_duration(self, seconds: float) -> None: ...
 
@@ -184,7 +184,7 @@ class CycleObserver(Protocol):
 
     def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
 
-    def pod_scheduled(self, attempts: int, sli_seconds: float) -> None: ...
+    def pod_scheduled(self, attempts: int, sli_seconds: float, after_flush: bool) -> None: ...
 
     def permit_wait(self, result: str, seconds: float) -> None: ...
 
@@ -1022,7 +1022,9 @@ class SchedulerCore:
             self.cache.finish_binding(key)
             if self.observer is not None:
                 self.observer.pod_scheduled(
-                    b.qpi.attempts, max(0.0, self.clock.now() - b.qpi.enqueued_at)
+                    b.qpi.attempts,
+                    max(0.0, self.clock.now() - b.qpi.enqueued_at),
+                    b.qpi.was_flushed,
                 )
             self.recorder.scheduled(pod, b.node)
             if b.state is not None and self.framework.post_bind_plugins:

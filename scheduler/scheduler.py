@@ -172,7 +172,12 @@ class Scheduler:
             if q != "in_flight":
                 self.metrics.pending_pods.labels(q).set(n)
         self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin())
-        self.metrics.cache_pods.set(self.core.cache.pod_count())
+        cache = self.core.cache
+        self.metrics.cache_pods.set(cache.pod_count())
+        size = self.metrics.cache_size
+        size.labels("nodes").set(cache.node_count())
+        size.labels("pods").set(cache.pod_count())
+        size.labels("assumed_pods").set(cache.assumed_count())
 
     def _observe(self, result: CycleResult, seconds: float) -> None:
         outcome = result.outcome

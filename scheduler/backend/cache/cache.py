@@ -63,6 +63,7 @@ class Cache:
         # backwards and stops at the first entry its snapshot has already seen.
         self._recent: OrderedDict[str, int] = OrderedDict()
         self._pods: dict[str, _PodState] = {}
+        self._assumed = 0  # pods of _pods with assumed set (the cache_size gauge)
         self._generation = 0
 
     # ----------------------------------------------------------------- internals
@@ -98,6 +99,7 @@ class Cache:
         assumed = pod_with(pod, node_name=node_name)
         self._add_to_node(assumed)
         self._pods[pod.key] = _PodState(assumed, assumed=True)
+        self._assumed += 1
         return assumed
 
     def finish_binding(self, key: str) -> None:
@@ -113,6 +115,7 @@ class Cache:
             return
         self._remove_from_node(st.pod)
         del self._pods[key]
+        self._assumed -= 1
 
     def is_assumed(self, key: str) -> bool:
         st = self._pods.get(key)
@@ -126,6 +129,7 @@ class Cache:
         if st is not None:
             # Confirmation of an assume (possibly on another node), or a re-add: replace.
             self._remove_from_node(st.pod)
+            self._assumed -= st.assumed
         self._add_to_node(pod)
         self._pods[pod.key] = _PodState(pod)
 
@@ -143,6 +147,7 @@ class Cache:
         if st is None:
             return None
         self._remove_from_node(st.pod)
+        self._assumed -= st.assumed
         return st.pod
 
     def get_pod(self, key: str) -> PodInfo | None:
@@ -151,6 +156,15 @@ class Cache:
 
     def pod_count(self) -> int:
         return len(self._pods)
+
+    def assumed_count(self) -> int:
+        """Pods counted on a node before the watch confirmed their binding. O(1)."""
+        return self._assumed
+
+    def node_count(self) -> int:
+        """Nodes the cache holds, including placeholders for pods on unknown nodes (as
+        upstream's cache_size{type="nodes"}). O(1)."""
+        return len(self._nodes)
 
     # ----------------------------------------------------------------- nodes
     def add_node(self, node: NodeRecord) -> None:
@@ -229,6 +243,7 @@ class Cache:
             assert st.pod.node_name == placed[key], f"pod {key} node mismatch"
             assert self._nodes[placed[key]].pods[key] is st.pod
             assert st.assumed or not st.binding_finished, f"confirmed pod {key} marked binding"
+        assert self._assumed == sum(st.assumed for st in self._pods.values()), "assumed count"
         gens = list(self._recent.values())
         assert gens == sorted(gens), "recent-change order is not by generation"
         for name, ni in self._nodes.items():

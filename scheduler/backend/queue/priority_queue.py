@@ -109,6 +109,9 @@ class QueuedPodInfo:
     _updated_in_flight: bool = False
     _deleted_in_flight: bool = False  # deleted during its cycle: its failure is dropped
     _gated_at: float = 0.0  # when PreEnqueue last kept it out (the left-over flush's clock)
+    # Its way back from the unschedulable pods was the left-over flush (a metric counts
+    # the pods bound after it); cleared by its next failure, or if PreEnqueue gates it.
+    was_flushed: bool = False
 
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
@@ -273,6 +276,7 @@ class PriorityQueue:
             self._push_active(qpi, event)
             return
         self.nominator.delete_nominated_pod_if_exists(qpi.pod.key)
+        qpi.was_flushed = False
         self._push_gated(qpi, st, event)
 
     def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
@@ -421,6 +425,7 @@ class PriorityQueue:
                 return  # already back in a queue (e.g. deleted and re-created meanwhile)
             self._detach(key)
         qpi.timestamp = self.clock.now()
+        qpi.was_flushed = False
         if _rejected(qpi):
             qpi.unschedulable_count += 1
             qpi.consecutive_errors = 0  # the error is gone
@@ -469,6 +474,7 @@ class PriorityQueue:
         stale = [q for q in self._unschedulable.values() if now - q.timestamp >= limit]
         for q in stale:
             self._detach(q.pod.key)
+            q.was_flushed = True
             self._requeue(q, EVENT_UNSCHEDULABLE_TIMEOUT)
         moved = len(stale)
         for q in [q for q in self._gated.values() if now - q._gated_at >= limit]:

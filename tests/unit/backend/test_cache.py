@@ -439,3 +439,22 @@ def test_check_invariants_catches_a_drifting_count_column_and_label_index(cache:
     rows[0].append(make_pod("b").label("app", "web").info())  # a pod no node holds
     with pytest.raises(AssertionError, match="pods by label app drift"):
         snap.check_invariants()
+
+
+def test_sizes_count_nodes_with_placeholders_pods_and_assumed_pods() -> None:
+    """What scheduler_cache_size{type} reports, as upstream's cache: a pod on a node the
+    cache does not know yet makes a placeholder node, which counts."""
+    c = Cache()
+    c.add_node(make_node("n1").record())
+    c.assume_pod(make_pod("a").info(), "n1")
+    c.add_pod(make_pod("b").node("ghost").info())
+    assert (c.node_count(), c.pod_count(), c.assumed_count()) == (2, 2, 1)
+    c.add_pod(make_pod("a").node("n1").info())  # the watch confirms the assume
+    assert c.assumed_count() == 0
+    c.assume_pod(make_pod("x").info(), "n1")
+    c.forget_pod("default/x")
+    c.assume_pod(make_pod("y").info(), "n1")
+    c.remove_pod("default/y")
+    c.remove_pod("default/b")
+    assert (c.node_count(), c.pod_count(), c.assumed_count()) == (1, 1, 0)
+    c.check_invariants()

@@ -532,6 +532,14 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
         assert sample("scheduler_unschedulable_pods", plugin="NodeResourcesFit", **prof) == 1
         assert sample("scheduler_pending_pods", queue="unschedulable") == 1
         assert sample("scheduler_pending_pods", queue="active") == 0
+        # The 12 bindings went through, but no watch has confirmed them: still assumed.
+        assert sample("scheduler_cache_size", type="nodes") == 2
+        assert sample("scheduler_cache_size", type="pods") == 12
+        assert sample("scheduler_cache_size", type="assumed_pods") == 12
+        h.event("pods", "MODIFIED", make_pod("p0").req(cpu="100m").node("n1").obj())
+        h.s.refresh_gauges()
+        assert sample("scheduler_cache_size", type="assumed_pods") == 11
+        assert sample("scheduler_pod_scheduled_after_flush_total") == 0
         sampled = [
             s
             for m in reg.collect()
@@ -540,6 +548,29 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
             if s.name.endswith("_count") and s.value
         ]
         assert sampled, "no sampled plugin durations in 13 cycles"
+
+    _run(go())
+
+
+def test_a_pod_bound_after_the_left_over_flush_is_counted() -> None:
+    """scheduler_pod_scheduled_after_flush_total: the pod waited out the 5 minutes in the
+    unschedulable pods (no hint moved it), was flushed, and then bound."""
+
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        h.event("pods", "ADDED", make_pod("big").req(cpu="2").obj())
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome != "assumed"
+        h.core.clock.step(301)  # type: ignore[attr-defined]
+        h.core.flush()
+        assert h.core.queue.get("default/big").was_flushed  # type: ignore[union-attr]
+        h.event("nodes", "ADDED", make_node("n2").alloc(cpu="4", memory="8Gi", pods=10).obj())
+        while h.core.schedule_one() is not None:
+            pass
+        await h.drain()
+        reg = h.s.metrics.registry
+        assert reg.get_sample_value("scheduler_pod_scheduled_after_flush_total") == 1
 
     _run(go())
 

@@ -108,6 +108,8 @@ class QueuedPodInfo:
     _in_flight_since: int = 0
     _updated_in_flight: bool = False
     _deleted_in_flight: bool = False  # deleted during its cycle: its failure is dropped
+    _activated_in_flight: bool = False  # activate() named it during its cycle: if it fails,
+    # it is retried after backoff (upstream's EventForceActivate aimed at an in-flight pod)
     _gated_at: float = 0.0  # when PreEnqueue last kept it out (the left-over flush's clock)
     # Its way back from the unschedulable pods was the left-over flush (a metric counts
     # the pods bound after it); cleared by its next failure, or if PreEnqueue gates it.
@@ -401,6 +403,7 @@ class PriorityQueue:
         qpi.errored = False
         qpi._in_flight_since = next(self._event_seq)
         qpi._updated_in_flight = False
+        qpi._activated_in_flight = False
         self._in_flight[key] = qpi
         self._where[key] = IN_FLIGHT
         self._infos[key] = qpi
@@ -431,7 +434,12 @@ class PriorityQueue:
             qpi.consecutive_errors = 0  # the error is gone
         else:
             qpi.consecutive_errors += 1
-        helped = qpi.errored or not qpi.unschedulable_plugins or qpi._updated_in_flight
+        helped = (
+            qpi.errored
+            or not qpi.unschedulable_plugins
+            or qpi._updated_in_flight
+            or qpi._activated_in_flight
+        )
         if not helped:
             for seq, ev, old, new in self._in_flight_events:
                 if seq > qpi._in_flight_since and self._hint_says_queue(qpi, ev, old, new):
@@ -528,12 +536,17 @@ class PriorityQueue:
         return moved
 
     def activate(self, keys: Iterable[str]) -> None:
-        """Move the named pods from backoff/unschedulable straight to activeQ."""
+        """Move the named pods from backoff/unschedulable straight to activeQ; a named pod
+        in flight is remembered, so that if its attempt fails it goes to backoffQ rather
+        than to the unschedulable pods (upstream registers a ForceActivate event for it)."""
         for key in keys:
-            if self._where.get(key) in (BACKOFF_Q, UNSCHEDULABLE_Q):
+            where = self._where.get(key)
+            if where in (BACKOFF_Q, UNSCHEDULABLE_Q):
                 qpi = self._detach(key)
                 assert qpi is not None
                 self._enter_active(qpi, EVENT_FORCE_ACTIVATE)
+            elif where == IN_FLIGHT:
+                self._in_flight[key]._activated_in_flight = True
 
     # ------------------------------------------------------------------ introspection
     def pending_pods(self) -> dict[str, list[PodInfo]]:

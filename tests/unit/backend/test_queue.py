@@ -567,6 +567,23 @@ def test_activate_moves_waiting_pods_to_active(q: PriorityQueue) -> None:
     assert {q.where("default/u"), q.where("default/b")} == {ACTIVE_Q}
 
 
+def test_activating_a_pod_in_flight_sends_it_to_backoff_if_its_attempt_fails(
+    q: PriorityQueue,
+) -> None:
+    """Upstream's Activate registers a ForceActivate event for an in-flight pod: rejected
+    afterwards, it is retried after backoff instead of waiting in the unschedulable pods.
+    The mark lasts one attempt."""
+    q.add(pod("p"))
+    qpi = pop(q, "default/p")
+    q.activate(["default/p"])
+    assert q.where("default/p") == "in_flight"
+    fail(q, qpi, names.NODE_RESOURCES_FIT)
+    assert q.where("default/p") == BACKOFF_Q
+    again = pop(q, "default/p")  # popped from backoffQ: activeQ is empty
+    fail(q, again, names.NODE_RESOURCES_FIT)
+    assert q.where("default/p") == UNSCHEDULABLE_Q
+
+
 # --------------------------------------------------------------------------- nominator
 
 

@@ -398,6 +398,8 @@ class PodInfo:
     scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates[].name
     # Node features the pod needs (NodeDeclaredFeatures; see _required_features)
     required_features: frozenset[str] = frozenset()
+    generation: int = 0  # metadata.generation (conditions we write observe it)
+    pod_scheduled: str = ""  # status of its PodScheduled condition, "" when it has none
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -1017,10 +1019,17 @@ def pod_from_dict(
     started = _timestamp(status.get("startTime"), "status.startTime", who)
     disruption_reason = ""
     disruption = False
+    pod_scheduled = ""
     for c in status.get("conditions") or ():
-        if c.get("type") == "DisruptionTarget" and c.get("status") == "True":
+        kind = c.get("type")
+        if kind == "DisruptionTarget" and c.get("status") == "True":
             disruption = True
             disruption_reason = str(c.get("reason") or "")
+        elif kind == "PodScheduled":
+            pod_scheduled = str(c.get("status") or "")
+    generation = meta.get("generation") or 0
+    if type(generation) is not int:
+        raise ParseError(who, "metadata.generation", f"expected an integer, got {generation!r}")
     node_selector = spec.get("nodeSelector") or {}
     if type(node_selector) is not dict and not isinstance(node_selector, Mapping):
         raise ParseError(who, "spec.nodeSelector", "expected a map of strings")
@@ -1091,6 +1100,8 @@ def pod_from_dict(
     pod.resource_version = str(meta.get("resourceVersion") or "")
     pod.scheduling_gates = gates
     pod.required_features = features
+    pod.generation = generation
+    pod.pod_scheduled = pod_scheduled
     return _seal(pod)
 
 

@@ -113,19 +113,23 @@ class EventRecorder:
         self._assumed.pop(pod.key, None)
         want = (message, nominated_node)
         if self._status_memo.get(pod.key) != want:
+            written_before = pod.key in self._status_memo
             self._status_memo[pod.key] = want
-            status: dict[str, Any] = {
-                "conditions": [
-                    {
-                        "type": "PodScheduled",
-                        "status": "False",
-                        "reason": reason,
-                        "message": message,
-                        "lastProbeTime": None,
-                        "lastTransitionTime": now_rfc3339(),
-                    }
-                ]
+            condition: dict[str, Any] = {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": None,
             }
+            if pod.generation:
+                # PodObservedGenerationTracking (GA in 1.35): the generation it judged.
+                condition["observedGeneration"] = pod.generation
+            if not (written_before or pod.pod_scheduled == "False"):
+                # As upstream's UpdatePodCondition: the transition time moves only when the
+                # status does; left out of the merge patch, the server keeps the old one.
+                condition["lastTransitionTime"] = now_rfc3339()
+            status: dict[str, Any] = {"conditions": [condition]}
             if nominated_node is not None:
                 status["nominatedNodeName"] = nominated_node or None
             self.spawn(self.patch_status(pod, {"status": status}))

@@ -46,20 +46,19 @@ PREEMPTION_MESSAGE = "py-scheduler: preempting to accommodate a higher priority 
 CALL_TRIES = 10  # 0.5 s doubling to 8 s: about a minute
 
 
-def disruption_patch() -> dict[str, Any]:
-    return {
-        "status": {
-            "conditions": [
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "reason": "PreemptionByScheduler",
-                    "message": PREEMPTION_MESSAGE,
-                    "lastTransitionTime": now_rfc3339(),
-                }
-            ]
-        }
+def disruption_patch(victim: PodInfo) -> dict[str, Any]:
+    """The victim's DisruptionTarget condition (with the generation it observed, as
+    upstream's PodObservedGenerationTracking, GA in 1.35)."""
+    condition: dict[str, Any] = {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": PREEMPTION_MESSAGE,
+        "lastTransitionTime": now_rfc3339(),
     }
+    if victim.generation:
+        condition["observedGeneration"] = victim.generation
+    return {"status": {"conditions": [condition]}}
 
 
 class PreemptionExecutor:
@@ -156,7 +155,7 @@ class PreemptionExecutor:
             # Default grace period; the uid guard never deletes a re-created namesake.
             options["preconditions"] = {"uid": victim.uid}
         try:
-            await self._call("PATCH", path + "/status", disruption_patch(), STRATEGIC)
+            await self._call("PATCH", path + "/status", disruption_patch(victim), STRATEGIC)
             await self._call("DELETE", path, options, "application/json")
         except ApiError as e:
             if e.status != 404:

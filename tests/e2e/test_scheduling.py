@@ -35,6 +35,10 @@ def test_unfittable_pod_gets_pod_scheduled_false_and_failed_scheduling_event(
         "huge", "PodScheduled", lambda c: c.get("status") == "False" and c.get("message")
     )
     assert cond["reason"] == "Unschedulable"
+    # PodObservedGenerationTracking (GA in 1.35): the generation the scheduler judged.
+    pod = kit.pod("huge")
+    assert pod is not None
+    assert cond.get("observedGeneration") == pod["metadata"]["generation"], cond
     msg = cond["message"]
     # Our two nodes are too small (and no preemption can fix that); every other node in the
     # shared cluster fails our nodeSelector.

@@ -1224,3 +1224,19 @@ def test_pod_with_is_dataclasses_replace() -> None:
         several.node_name = "x"  # type: ignore[misc]
     with pytest.raises(TypeError, match="no field 'nodeName'"):
         pod_with(pod, nodeName="n1")
+
+
+def test_generation_and_the_pod_scheduled_condition_are_read() -> None:
+    obj = make_pod("p").obj()
+    assert (pod_from_dict(obj).generation, pod_from_dict(obj).pod_scheduled) == (0, "")
+    obj["metadata"]["generation"] = 7
+    obj["status"]["conditions"] = [
+        {"type": "Ready", "status": "True"},
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"},
+    ]
+    pod = pod_from_dict(obj)
+    assert (pod.generation, pod.pod_scheduled) == (7, "False")
+    obj["metadata"]["generation"] = "7"
+    with pytest.raises(ParseError) as err:
+        pod_from_dict(obj)
+    assert err.value.field_path == "metadata.generation"

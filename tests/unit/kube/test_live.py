@@ -222,6 +222,7 @@ def test_failure_patches_status_once_per_message_and_counts_repeated_events() ->
         assert cond["type"] == "PodScheduled" and cond["status"] == "False"
         assert cond["reason"] == "Unschedulable"
         assert cond["message"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+        assert "lastTransitionTime" in cond and "observedGeneration" not in cond  # no generation
         # Same failure again: no second status patch; the event is counted, not re-created.
         h.core.queue.activate(["default/big"])
         h.core.schedule_one()
@@ -276,6 +277,7 @@ def _preemption_cluster(h: Harness) -> dict[str, dict[str, Any]]:
         "low-1": make_pod("low-1").req(cpu="1").node("n1").started(2).obj(),
         "high": make_pod("high").req(cpu="1").priority(1000).obj(),
     }
+    objs["low-1"]["metadata"]["generation"] = 2
     h.event("nodes", "ADDED", objs["n1"])
     for name in ("low-0", "low-1", "high"):
         h.event("pods", "ADDED", objs[name])
@@ -300,6 +302,7 @@ def test_async_preemption_marks_deletes_and_reports_victims_then_releases_the_pr
             "PreemptionByScheduler",
         )
         assert cond["message"] == "py-scheduler: preempting to accommodate a higher priority pod"
+        assert cond["observedGeneration"] == 2
         assert h.deletes() == ["default/low-1"]
         delete_body = h.api.of("DELETE")[0][1]
         assert delete_body["preconditions"] == {"uid": objs["low-1"]["metadata"]["uid"]}
@@ -486,6 +489,39 @@ def test_a_binding_outlasts_an_api_server_restart_and_gives_up_only_after_its_bu
         h2.core.schedule_one()
         await h2.drain()
         assert len(h2.binds()) == 1 and h2.core.cache.get_pod("default/q") is None
+
+    _run(go())
+
+
+def test_the_pod_scheduled_condition_observes_the_generation_and_keeps_its_transition() -> None:
+    """PodObservedGenerationTracking (GA in 1.35): observedGeneration is the generation the
+    scheduler judged. As upstream's UpdatePodCondition, writing a condition that is already
+    False leaves lastTransitionTime to the server (out of the merge patch)."""
+
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        big = make_pod("big").req(cpu="2").obj()
+        big["metadata"]["generation"] = 3
+        h.event("pods", "ADDED", big)
+        h.core.schedule_one()
+        await h.drain()
+        (first,) = h.status_patches("default/big")
+        cond = first["status"]["conditions"][0]
+        assert cond["observedGeneration"] == 3 and "lastTransitionTime" in cond
+        # The watch brings our condition back; the pod is changed (generation 4) and fails
+        # again, judged by a scheduler that remembers nothing of its first write.
+        big["metadata"]["generation"] = 4
+        big["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3"
+        big["status"]["conditions"] = [{"type": "PodScheduled", "status": "False"}]
+        h.core.recorder.forget("default/big")  # a restarted scheduler remembers nothing
+        h.event("pods", "MODIFIED", big)
+        h.core.queue.activate(["default/big"])
+        h.core.schedule_one()
+        await h.drain()
+        second = h.status_patches("default/big")[-1]["status"]["conditions"][0]
+        assert second["observedGeneration"] == 4
+        assert "lastTransitionTime" not in second, second
 
     _run(go())
 

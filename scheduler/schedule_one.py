@@ -474,12 +474,14 @@ class SchedulerCore:
             self.selector_objects.delete_controller(kind, key)
 
     # ================================================================== periodic work
-    def flush(self) -> None:
-        """Backoff and unschedulable-timeout flushes (the live loop calls this every second,
-        as upstream's flushers), and Permit timeouts (the binder also expires its own pod's
-        on time). Assumed pods never expire: only the watch confirms them."""
+    def flush(self, *, left_over: bool = True) -> None:
+        """The backoff flush, Permit timeouts (the binder also expires its own pod's on
+        time) and, with ``left_over``, the unschedulable-timeout flush. The live loop calls
+        this every second and asks for the left-over flush every 30 seconds, as upstream's
+        flushers run. Assumed pods never expire: only the watch confirms them."""
         self.queue.flush_backoff_completed()
-        self.queue.flush_unschedulable_left_over()
+        if left_over:
+            self.queue.flush_unschedulable_left_over()
         self.expire_waiting()
 
     # ================================================================== one cycle

@@ -748,3 +748,17 @@ def test_records_leave_no_cyclic_garbage() -> None:
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
+
+
+def test_the_left_over_flush_runs_only_when_asked() -> None:
+    """The live loop flushes backoffQ every second but the unschedulable pods' left-over
+    only every 30 seconds (upstream's two flushers): flush(left_over=False) leaves a pod
+    that has waited past the 5 minutes where it is."""
+    h = harness([node("n1", cpu="1")], [pending("p", cpu="2")])
+    r = h.core.schedule_one()
+    assert r is not None and h.where("p") == UNSCHEDULABLE_Q
+    h.clock.step(301)
+    h.core.flush(left_over=False)
+    assert h.where("p") == UNSCHEDULABLE_Q
+    h.core.flush()
+    assert h.where("p") in (ACTIVE_Q, BACKOFF_Q)

@@ -109,6 +109,8 @@ def test_metrics_count_attempts_and_bindings(
         "scheduler_pending_pods",
         "scheduler_queue_incoming_pods_total",
         "scheduler_scheduling_attempt_duration_seconds_bucket",
+        'scheduler_cache_size{type="assumed_pods"}',
+        "scheduler_pod_scheduled_after_flush_total",
         "py_scheduler_leader",
     ):
         assert name in text, name

@@ -1,8 +1,8 @@
 """NodeDeclaredFeatures: the features a pod needs, inferred from its spec as
 k8s.io/component-helpers/nodedeclaredfeatures v0.37 does, against a node's
 status.declaredFeatures; the Node hints; the plugin in the default profile through the core,
-with the failure message upstream prints; bad input. Case names follow upstream's
-nodedeclaredfeatures_test.go where they exist."""
+with the failure message upstream prints (bad input: tests/unit/test_types.py's parse-error
+tables). Case names follow upstream's nodedeclaredfeatures_test.go where they exist."""
 
 from __future__ import annotations
 
@@ -25,10 +25,7 @@ from scheduler.types import (
     FEATURE_VOLUME_BIND_MOUNT_OPTIONS,
     NodeInfo,
     NodeRecord,
-    ParseError,
     PodInfo,
-    node_from_dict,
-    pod_from_dict,
 )
 from tests.builders import make_node, make_pod
 from tests.unit.fakes import RecordingBinder, RecordingRecorder
@@ -282,47 +279,3 @@ def test_disabled_in_configuration_the_pod_is_placed_anywhere() -> None:
     core.on_pod_add(restart_all_pod())
     r = core.schedule_one()
     assert r is not None and r.outcome == "assumed" and r.node == "n1"
-
-
-@pytest.mark.parametrize(
-    ("mutate", "field"),
-    [
-        pytest.param(
-            lambda o: o["spec"]["containers"][0].update(restartPolicyRules={"a": 1}),
-            "spec.containers[0].restartPolicyRules",
-            id="rules not a list",
-        ),
-        pytest.param(
-            lambda o: o["spec"]["containers"][0].update(restartPolicyRules=["x"]),
-            "spec.containers[0].restartPolicyRules[0]",
-            id="a rule not a map",
-        ),
-        pytest.param(
-            lambda o: o["spec"]["containers"][0].update(volumeMounts="data"),
-            "spec.containers[0].volumeMounts",
-            id="mounts not a list",
-        ),
-        pytest.param(
-            lambda o: o["spec"].update(
-                ephemeralContainers=[{"name": "d", "volumeMounts": [["x"]]}]
-            ),
-            "spec.ephemeralContainers[0].volumeMounts[0]",
-            id="an ephemeral container's mount not a map",
-        ),
-    ],
-)
-def test_bad_pod_input_names_the_field(mutate: Any, field: str) -> None:
-    obj = make_pod("p").obj()
-    mutate(obj)
-    with pytest.raises(ParseError) as err:
-        pod_from_dict(obj)
-    assert err.value.field_path == field
-
-
-@pytest.mark.parametrize("bad", ["RestartAllContainersOnContainerExits", [1], {"a": "b"}])
-def test_bad_node_declared_features_name_the_field(bad: Any) -> None:
-    obj = make_node("n1").obj()
-    obj["status"]["declaredFeatures"] = bad
-    with pytest.raises(ParseError) as err:
-        node_from_dict(obj)
-    assert err.value.field_path == "status.declaredFeatures"

@@ -52,8 +52,10 @@ def test_basic_preemption_takes_minimal_victims_then_binds_to_the_nominated_node
         if pod is not None:  # still terminating: both marks must be there
             cond = kit.condition(v, "DisruptionTarget")
             assert cond and cond["status"] == "True" and cond["reason"] == "PreemptionByScheduler"
-            assert cond.get("observedGeneration") == pod["metadata"]["generation"], cond
             assert pod["metadata"].get("deletionTimestamp")
+            # The generation the scheduler saw: the graceful DELETE that followed the
+            # condition bumped metadata.generation by one (the API server's BeforeDelete).
+            assert cond.get("observedGeneration") == pod["metadata"]["generation"] - 1, cond
     assert kit.wait_bound("high", timeout=60) == node
     for v in victims:
         kit.wait_gone(v)

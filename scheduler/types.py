@@ -1003,9 +1003,10 @@ def pod_from_dict(
             ):
                 bind_options = True
                 break
-    if restart_all or bind_options or spec.get("hostNetwork") is True:
+    host_network = spec.get("hostNetwork") is True
+    if restart_all or bind_options or host_network:
         features = _required_features(
-            restart_all, bind_options, spec.get("hostNetwork") is True, spec.get("hostUsers")
+            restart_all, bind_options, host_network, spec.get("hostUsers")
         )
     else:
         features = _NO_FEATURES

@@ -48,14 +48,17 @@ CALL_TRIES = 10  # 0.5 s doubling to 8 s: about a minute
 
 def disruption_patch(victim: PodInfo) -> dict[str, Any]:
     """The victim's DisruptionTarget condition (with the generation it observed, as
-    upstream's PodObservedGenerationTracking, GA in 1.35)."""
+    upstream's PodObservedGenerationTracking, GA in 1.35). A victim whose condition is
+    already True keeps its transition time (the patch leaves it out, as upstream's
+    UpdatePodCondition keeps it when the status does not change)."""
     condition: dict[str, Any] = {
         "type": "DisruptionTarget",
         "status": "True",
         "reason": "PreemptionByScheduler",
         "message": PREEMPTION_MESSAGE,
-        "lastTransitionTime": now_rfc3339(),
     }
+    if not victim.disruption_target:
+        condition["lastTransitionTime"] = now_rfc3339()
     if victim.generation:
         condition["observedGeneration"] = victim.generation
     return {"status": {"conditions": [condition]}}

@@ -12,6 +12,7 @@ import pytest
 from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
 from scheduler.kube.live import LiveScheduler
+from scheduler.kube.preemption import disruption_patch
 from tests.builders import make_node, make_pod
 from tests.unit.kube.fakekube import FakeKube
 
@@ -524,6 +525,20 @@ def test_the_pod_scheduled_condition_observes_the_generation_and_keeps_its_trans
         assert "lastTransitionTime" not in second, second
 
     _run(go())
+
+
+def test_a_victim_already_marked_keeps_its_disruption_transition_time() -> None:
+    """As upstream's UpdatePodCondition: a DisruptionTarget that is already True (an
+    earlier preemption whose DELETE did not go through, or another disruption) keeps its
+    lastTransitionTime: the merge patch leaves it out; a fresh one carries it."""
+    fresh = make_pod("v").node("n1").info()
+    cond = disruption_patch(fresh)["status"]["conditions"][0]
+    assert (cond["type"], cond["status"]) == ("DisruptionTarget", "True")
+    assert "lastTransitionTime" in cond
+    marked = make_pod("v").node("n1").condition("DisruptionTarget", "True", "PreemptionByScheduler")
+    again = disruption_patch(marked.info())["status"]["conditions"][0]
+    assert "lastTransitionTime" not in again
+    assert again["reason"] == "PreemptionByScheduler" and again["message"] == cond["message"]
 
 
 def test_upstream_cycle_metrics_are_recorded() -> None:

@@ -235,15 +235,19 @@ class PriorityQueue:
         return None if self.pre_enqueue is None else self.pre_enqueue(pod)
 
     def _release_if_ungated(self, qpi: QueuedPodInfo, event: str) -> bool:
-        """Run PreEnqueue again for a gated pod: to activeQ if every plugin lets it in (True),
-        else it stays gated, remembering the plugin that keeps it out now."""
+        """Run PreEnqueue again for a gated pod: if every plugin lets it in (True), to
+        backoffQ while its last failure's backoff runs (a pod gated on its way there), else
+        activeQ; otherwise it stays gated, remembering the plugin that keeps it out now."""
         st = self.gated_by(qpi.pod)
         if st is not None:
             self._remember_gate(qpi, st)
             return False
         self._detach(qpi.pod.key)
-        qpi.unschedulable_plugins = set()
-        self._push_active(qpi, event)
+        if self.pop_from_backoff and self.is_backing_off(qpi):
+            self._push_backoff(qpi, event)  # PreEnqueue has just passed: not run again
+        else:
+            qpi.unschedulable_plugins = set()
+            self._push_active(qpi, event)
         if qpi.pod.nominated_node_name:
             self.nominator.add_nominated_pod(qpi.pod, qpi.pod.nominated_node_name)
         return True
@@ -270,21 +274,45 @@ class PriorityQueue:
             del self._in_flight[key]
         return qpi
 
-    def _enter_active(self, qpi: QueuedPodInfo, event: str) -> None:
-        """Upstream's moveToActiveQ: the PreEnqueue checks run each time a pod would enter
-        activeQ; one that keeps it out sends it to the gated set (without its nomination)."""
-        st = self.gated_by(qpi.pod)
-        if st is None:
-            self._push_active(qpi, event)
-            return
+    def _gate_out(self, qpi: QueuedPodInfo, st: Rejection, event: str) -> None:
+        """A PreEnqueue check kept the pod out: to the gated set, without its nomination."""
         self.nominator.delete_nominated_pod_if_exists(qpi.pod.key)
         qpi.was_flushed = False
         self._push_gated(qpi, st, event)
 
+    def _enter_active(self, qpi: QueuedPodInfo, event: str) -> None:
+        """Upstream's moveToActiveQ: the PreEnqueue checks run each time a pod would enter
+        activeQ (except from backoffQ when ``pop_from_backoff``: they ran when it went
+        there); one that keeps it out sends it to the gated set."""
+        st = self.gated_by(qpi.pod)
+        if st is None:
+            self._push_active(qpi, event)
+        else:
+            self._gate_out(qpi, st, event)
+
+    def _leave_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+        """A pod out of backoffQ (backoff over, popped early, activated) to activeQ. With
+        ``pop_from_backoff`` (upstream's SchedulerPopFromBackoffQ) PreEnqueue ran when it
+        entered backoffQ and is not run again; without, it runs now."""
+        if self.pop_from_backoff:
+            self._push_active(qpi, event)
+        else:
+            self._enter_active(qpi, event)
+
+    def _enter_backoff(self, qpi: QueuedPodInfo, event: str) -> None:
+        """Upstream's moveToBackoffQ: with ``pop_from_backoff`` the PreEnqueue checks run as
+        the pod enters backoffQ (pop may take it from there at once); one that keeps it out
+        sends it to the gated set."""
+        st = self.gated_by(qpi.pod) if self.pop_from_backoff else None
+        if st is None:
+            self._push_backoff(qpi, event)
+        else:
+            self._gate_out(qpi, st, event)
+
     def _requeue(self, qpi: QueuedPodInfo, event: str) -> None:
         """To backoffQ if still backing off, else activeQ (through PreEnqueue)."""
         if self.is_backing_off(qpi):
-            self._push_backoff(qpi, event)
+            self._enter_backoff(qpi, event)
         else:
             self._enter_active(qpi, event)
 
@@ -390,7 +418,7 @@ class PriorityQueue:
             while self._backoff_poppable and not self._active:
                 early = self._detach(self._backoff_poppable[0][4])
                 assert early is not None
-                self._enter_active(early, EVENT_POP_FROM_BACKOFF)
+                self._leave_backoff(early, EVENT_POP_FROM_BACKOFF)
         if not self._active:
             return None
         key = self._active[0][3]
@@ -446,7 +474,7 @@ class PriorityQueue:
                     helped = True
                     break
         if helped:
-            self._push_backoff(qpi, EVENT_SCHEDULE_ATTEMPT_FAILURE)
+            self._enter_backoff(qpi, EVENT_SCHEDULE_ATTEMPT_FAILURE)
         else:
             self._push_unschedulable(qpi, EVENT_SCHEDULE_ATTEMPT_FAILURE)
         self._prune_in_flight_events()
@@ -468,7 +496,7 @@ class PriorityQueue:
             key = self._backoff[0][2]
             qpi = self._detach(key)
             assert qpi is not None
-            self._enter_active(qpi, EVENT_BACKOFF_COMPLETE)
+            self._leave_backoff(qpi, EVENT_BACKOFF_COMPLETE)
             moved += 1
         return moved
 
@@ -541,7 +569,11 @@ class PriorityQueue:
         than to the unschedulable pods (upstream registers a ForceActivate event for it)."""
         for key in keys:
             where = self._where.get(key)
-            if where in (BACKOFF_Q, UNSCHEDULABLE_Q):
+            if where == BACKOFF_Q:
+                qpi = self._detach(key)
+                assert qpi is not None
+                self._leave_backoff(qpi, EVENT_FORCE_ACTIVATE)
+            elif where == UNSCHEDULABLE_Q:
                 qpi = self._detach(key)
                 assert qpi is not None
                 self._enter_active(qpi, EVENT_FORCE_ACTIVATE)

@@ -750,11 +750,12 @@ def test_a_plugin_gated_pod_stays_gated_when_the_rerun_still_rejects_it(
     assert q.where("default/a") == GATED_Q
 
 
-def test_a_pod_a_plugin_rejects_on_its_way_back_to_active_is_gated_without_its_nomination(
+def test_a_pod_a_plugin_rejects_on_its_way_back_is_gated_without_its_nomination(
     clock: FakeClock,
 ) -> None:
-    """PreEnqueue runs whenever a pod would enter activeQ (upstream's moveToActiveQ), not only
-    when it is added: after a failure, a backoff flush, an event or an activation."""
+    """PreEnqueue runs whenever a pod would enter activeQ (upstream's moveToActiveQ) or, with
+    SchedulerPopFromBackoffQ, backoffQ (its moveToBackoffQ), not only when it is added:
+    after a failure, an event or an activation."""
     from dataclasses import replace
 
     allowed = {"default"}
@@ -764,18 +765,76 @@ def test_a_pod_a_plugin_rejects_on_its_way_back_to_active_is_gated_without_its_n
     q.add(pod("b"))
     qa, qb = pop(q, "default/a"), pop(q, "default/b")
     assert q.nominator.nominated_node("default/a") == "n1"
-    qa.errored = True  # an error: back through backoffQ
-    q.add_unschedulable_if_not_present(qa)
-    qb.unschedulable_plugins = {names.NODE_RESOURCES_FIT}
-    q.add_unschedulable_if_not_present(qb)
     allowed.clear()  # the plugin now keeps every pod of the namespace out
-    clock.step(11)
-    assert q.flush_backoff_completed() == 1
+    qa.errored = True  # an error: back through backoffQ, checked on the way in
+    q.add_unschedulable_if_not_present(qa)
     assert q.where("default/a") == GATED_Q and q.get("default/a").unschedulable_plugins == {"Quota"}
     assert q.nominator.nominated_node("default/a") is None
+    qb.unschedulable_plugins = {names.NODE_RESOURCES_FIT}
+    q.add_unschedulable_if_not_present(qb)
+    assert q.where("default/b") == UNSCHEDULABLE_Q
     q.activate(["default/b"])
     assert q.where("default/b") == GATED_Q
     assert q.pop() is None
+
+
+@pytest.mark.parametrize("pop_from_backoff", [True, False])
+def test_pre_enqueue_runs_as_a_pod_enters_backoff_not_as_it_leaves(
+    clock: FakeClock, pop_from_backoff: bool
+) -> None:
+    """Upstream with SchedulerPopFromBackoffQ (on since 1.33) runs PreEnqueue when a pod
+    enters backoffQ, since pop may take it from there at once, and not again when it leaves
+    (backoff over, popped early, activated); without the gate, when it leaves."""
+    allowed = {"default"}
+    checks: list[str] = []
+
+    def check(p: PodInfo) -> Status | None:
+        checks.append(p.key)
+        return _quota(p, allowed)
+
+    q = Checked(PriorityQueue(clock, hints=HINTS, pop_from_backoff=pop_from_backoff))
+    q.q.pre_enqueue = check
+    for name in ("a", "b", "c"):
+        q.add(pod(name))
+    failed = [pop(q, f"default/{n}") for n in ("a", "b", "c")]
+    for qpi in failed:
+        qpi.errored = True  # each waits out its backoff (not poppable early)
+        q.add_unschedulable_if_not_present(qpi)
+    assert {q.where(f"default/{n}") for n in ("a", "b", "c")} == {BACKOFF_Q}
+    entered = 6 if pop_from_backoff else 3
+    assert len(checks) == entered
+    allowed.clear()  # the verdict changes while they wait
+    q.activate(["default/a"])
+    clock.step(11)
+    assert q.flush_backoff_completed() == 2
+    if pop_from_backoff:
+        assert len(checks) == entered  # not checked again: all three go to activeQ
+        assert [q.where(f"default/{n}") for n in ("a", "b", "c")] == [ACTIVE_Q] * 3
+    else:
+        assert len(checks) == entered + 3
+        assert [q.where(f"default/{n}") for n in ("a", "b", "c")] == [GATED_Q] * 3
+
+
+def test_a_pod_gated_on_its_way_to_backoff_and_let_in_waits_out_its_backoff(
+    clock: FakeClock,
+) -> None:
+    """Released while the backoff of its failure runs, a pod goes to backoffQ (upstream
+    requeues it by its backoff, as any pod coming back), not straight to activeQ."""
+    allowed: set[str] = {"default"}
+    q = Checked(PriorityQueue(clock, hints=HINTS))
+    q.q.pre_enqueue = lambda p: _quota(p, allowed)
+    q.add(pod("a"))
+    qa = pop(q, "default/a")
+    qa.errored = True
+    allowed.clear()
+    q.add_unschedulable_if_not_present(qa)
+    assert q.where("default/a") == GATED_Q
+    allowed.add("default")
+    q.update(pod("a"))  # an update runs PreEnqueue again for a gated pod
+    assert q.where("default/a") == BACKOFF_Q
+    assert q.pop() is None  # an errored pod is not popped early
+    clock.step(11)
+    assert q.flush_backoff_completed() == 1 and q.where("default/a") == ACTIVE_Q
 
 
 def test_the_left_over_flush_runs_pre_enqueue_again_for_pods_gated_that_long(
@@ -899,23 +958,23 @@ def test_without_pop_from_backoff_the_pod_waits_out_its_backoff(clock: FakeClock
 def test_a_pod_popped_from_backoff_passes_the_checks_of_active(
     q: PriorityQueue, clock: FakeClock
 ) -> None:
-    """On its way to the cycle a pod from backoffQ meets what any pod entering activeQ
-    meets: the preemption hold sends it to the unschedulable map, a PreEnqueue rejection to
-    the gated set; the next one in backoffQ is popped instead."""
+    """On its way to the cycle a pod from backoffQ meets the preemption hold, which sends it
+    to the unschedulable map, and the next one in backoffQ is popped instead; a PreEnqueue
+    rejection has already sent its pod to the gated set as it entered backoffQ."""
     held, gated, ok = _picky("held", 9), _picky("gated", 5), _picky("ok", 1)
     for p in (held, gated, ok):
         q.add(p)
     qpis = {k: pop(q, k) for k in ("default/held", "default/gated", "default/ok")}
     q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n9").label("disk", "ssd").record())
-    for qpi in qpis.values():
-        fail(q, qpi, names.NODE_AFFINITY)
-    q.q.gate = lambda p: p.key != "default/held"  # type: ignore[attr-defined]
     q.q.pre_enqueue = lambda p: (  # type: ignore[attr-defined]
         Status.unresolvable("not yet", plugin="Quota") if p.key == "default/gated" else None
     )
+    for qpi in qpis.values():
+        fail(q, qpi, names.NODE_AFFINITY)
+    assert q.where("default/gated") == GATED_Q
+    q.q.gate = lambda p: p.key != "default/held"  # type: ignore[attr-defined]
     pop(q, "default/ok")
     assert q.where("default/held") == UNSCHEDULABLE_Q
-    assert q.where("default/gated") == GATED_Q
 
 
 def test_on_ready_fires_when_a_rejected_pod_enters_backoff(clock: FakeClock) -> None:

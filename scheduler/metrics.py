@@ -149,6 +149,34 @@ class Metrics:
             ["type"],
             registry=r,
         )
+        self.event_handling_seconds = Histogram(
+            "scheduler_event_handling_duration_seconds",
+            "Event handling latency in seconds, by event (the cache and the queue's moves).",
+            ["event"],
+            buckets=_EXT_BUCKETS,
+            registry=r,
+        )
+        self.goroutines = Gauge(
+            "scheduler_goroutines",
+            "Number of running tasks split by the work they do (binding: a pod's binding "
+            "cycle, from Permit's wait to the Binding call).",
+            ["operation"],
+            registry=r,
+        )
+        self.preemption_goroutines_total = Counter(
+            "scheduler_preemption_goroutines_execution_total",
+            "Number of preemptions whose API calls ran (DisruptionTarget, DELETE), by result.",
+            ["result"],
+            registry=r,
+        )
+        self.preemption_goroutines_seconds = Histogram(
+            "scheduler_preemption_goroutines_duration_seconds",
+            "Duration in seconds of a preemption's API calls, by result (deprecated upstream "
+            "in 1.37, still registered there).",
+            ["result"],
+            buckets=tuple(0.01 * 2**i for i in range(20)),
+            registry=r,
+        )
         self.scheduled_after_flush = Counter(
             "scheduler_pod_scheduled_after_flush",
             "Number of pods that were successfully scheduled after being flushed from the "
@@ -182,6 +210,9 @@ class Metrics:
         self.child(self.sli_seconds, str(attempts)).observe(sli_seconds)
         if after_flush:
             self.scheduled_after_flush.inc()
+
+    def event_handled(self, event: str, seconds: float) -> None:
+        self.child(self.event_handling_seconds, event).observe(seconds)
 
     def permit_wait(self, result: str, seconds: float) -> None:
         self.child(self.permit_wait_seconds, result).observe(seconds)

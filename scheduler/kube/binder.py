@@ -77,10 +77,15 @@ class Binder:
 
     async def _bind(self, pod: PodInfo, node: str, cycle: BindingCycle | None = None) -> None:
         plugin = ""
-        if cycle is None:
-            outcome, message = await self.bind_now(pod, node)
-        else:
-            outcome, message, plugin = await self._bind_with_plugins(pod, node, cycle)
+        running = self.metrics.child(self.metrics.goroutines, "binding")
+        running.inc()  # upstream's scheduler_goroutines{operation="binding"}
+        try:
+            if cycle is None:
+                outcome, message = await self.bind_now(pod, node)
+            else:
+                outcome, message, plugin = await self._bind_with_plugins(pod, node, cycle)
+        finally:
+            running.dec()
         if outcome != BindOutcome.OK:
             self.metrics.binding_failures.labels(outcome).inc()
             log.warning("bind_failed", pod=pod.key, node=node, outcome=outcome, error=message)

@@ -114,6 +114,7 @@ class LiveScheduler:
             scheduler_name=config.scheduler_name,
             namespace_labels=namespace_labels,
             on_rejected=self.recorder.rejected,
+            observe=self.metrics.event_handled,
         )
         h = self.handlers
         d = self.decoder

@@ -23,6 +23,7 @@ and the Evaluator forgets the victims it handed out for it.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -124,6 +125,7 @@ class PreemptionExecutor:
     async def _run(self, preemptor: PodInfo, candidate: Candidate, victims: list[PodInfo]) -> None:
         assert self.core is not None
         ok = True
+        started = time.perf_counter()
         try:
             results = await asyncio.gather(
                 *(self._preempt_victim(v, preemptor, candidate.node_name) for v in victims),
@@ -137,6 +139,12 @@ class PreemptionExecutor:
                         "preemption_victim_failed", pod=preemptor.key, victim=v.key, error=str(r)
                     )
         finally:
+            if victims:  # upstream starts no goroutine when every victim is terminating
+                result = "success" if ok else "error"
+                m = self.metrics
+                m.child(m.preemption_goroutines_total, result).inc()
+                seconds = time.perf_counter() - started
+                m.child(m.preemption_goroutines_seconds, result).observe(seconds)
             self._preempting.discard(preemptor.uid)
             if not ok:
                 # A fresh decision is due; the victims handed out for this one are not coming.

@@ -111,6 +111,9 @@ def test_metrics_count_attempts_and_bindings(
         "scheduler_scheduling_attempt_duration_seconds_bucket",
         'scheduler_cache_size{type="assumed_pods"}',
         "scheduler_pod_scheduled_after_flush_total",
+        'scheduler_event_handling_duration_seconds_count{event="UnscheduledPodAdd"}',
+        'scheduler_event_handling_duration_seconds_count{event="AssignedPodAdd"}',
+        'scheduler_goroutines{operation="binding"}',
         "py_scheduler_leader",
     ):
         assert name in text, name

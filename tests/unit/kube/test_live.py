@@ -305,6 +305,10 @@ def test_async_preemption_marks_deletes_and_reports_victims_then_releases_the_pr
         assert cond["message"] == "py-scheduler: preempting to accommodate a higher priority pod"
         assert cond["observedGeneration"] == 2
         assert h.deletes() == ["default/low-1"]
+        reg = h.s.metrics.registry
+        done = {"result": "success"}
+        assert reg.get_sample_value("scheduler_preemption_goroutines_execution_total", done) == 1
+        assert reg.get_sample_value("scheduler_preemption_goroutines_duration_seconds_count", done)
         delete_body = h.api.of("DELETE")[0][1]
         assert delete_body["preconditions"] == {"uid": objs["low-1"]["metadata"]["uid"]}
         assert ("Preempted", "low-1") in h.api.events()
@@ -553,6 +557,8 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
         h.event("pods", "ADDED", make_pod("big").req(cpu="64").obj())
         while h.core.schedule_one() is not None:
             pass
+        await asyncio.sleep(0)  # the binding tasks start and wait on their API call
+        assert reg.get_sample_value("scheduler_goroutines", {"operation": "binding"}) == 12
         await h.drain()
         h.s.refresh_gauges()  # what the metrics server does before each scrape
 
@@ -591,6 +597,12 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
         h.s.refresh_gauges()
         assert sample("scheduler_cache_size", type="assumed_pods") == 11
         assert sample("scheduler_pod_scheduled_after_flush_total") == 0
+        # Every event handled is timed, labelled as upstream's ClusterEvents.
+        handled = "scheduler_event_handling_duration_seconds_count"
+        assert sample(handled, event="NodeAdd") == 2
+        assert sample(handled, event="UnscheduledPodAdd") == 13
+        assert sample(handled, event="AssignedPodAdd") == 1  # p0's binding seen by the watch
+        assert sample("scheduler_goroutines", operation="binding") == 0  # all 12 done
         sampled = [
             s
             for m in reg.collect()

@@ -66,7 +66,10 @@ SCORE_PLUGINS = (
 POST_FILTER_PLUGINS = ("DefaultPreemption",)
 PRE_ENQUEUE_PLUGINS = ("SchedulingGates",)
 # Plugins with no effect here but accepted so upstream configs load (their names only).
-ACCEPTED_NOOP = ("PrioritySort", "DefaultBinder")
+ACCEPTED_NOOP = ("PrioritySort",)
+# The Bind point's in-tree plugin: the Binding API call (scheduler/kube/binder.py). Out-of-tree
+# Bind plugins placed before it may bind a pod themselves (docs/plugins.md).
+BIND_PLUGINS = ("DefaultBinder",)
 ALL_PLUGINS = tuple(
     dict.fromkeys(FILTER_PLUGINS + SCORE_PLUGINS + POST_FILTER_PLUGINS + PRE_ENQUEUE_PLUGINS)
 )
@@ -138,6 +141,8 @@ class SchedulerConfig:
     reserve: tuple[str, ...] = ()
     permit: tuple[str, ...] = ()
     pre_bind: tuple[str, ...] = ()
+    # In order; "DefaultBinder" is the Binding API call (upstream's DefaultBinder).
+    bind: tuple[str, ...] = BIND_PLUGINS
     post_bind: tuple[str, ...] = ()
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
@@ -368,7 +373,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         external = discover(modules)
     except ValueError as e:
         raise r.fail("pluginModules", str(e)) from e
-    clash = sorted(set(external) & (set(ALL_PLUGINS) | set(ACCEPTED_NOOP)))
+    clash = sorted(set(external) & (set(ALL_PLUGINS) | set(ACCEPTED_NOOP) | set(BIND_PLUGINS)))
     if clash:
         raise r.fail("pluginModules", f"{clash[0]!r} is the name of an in-tree plugin")
     ext = tuple(external)
@@ -386,6 +391,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         "preBind": (),
         "postBind": (),
     }
+    bind: tuple[str, ...] = BIND_PLUGINS
     weights = dict(DEFAULT_SCORE_WEIGHTS)
     if profiles is not None:
         if not isinstance(profiles, list) or len(profiles) != 1:
@@ -417,8 +423,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 r,
                 plugins["multiPoint"],
                 "profiles[0].plugins.multiPoint",
-                ALL_PLUGINS,
-                ALL_PLUGINS + ext,
+                ALL_PLUGINS + BIND_PLUGINS,
+                ALL_PLUGINS + BIND_PLUGINS + ext,
             )
             # An out-of-tree plugin enabled at multiPoint joins every point (the framework
             # wires it where it implements one).
@@ -428,6 +434,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             post_filters = tuple(n for n in post_filters if n in mp) + extra
             pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
             binding = dict.fromkeys(binding, extra)
+            # As upstream, DefaultBinder stays first: a Bind plugin enabled at multiPoint
+            # binds nothing unless DefaultBinder is disabled.
+            bind = tuple(n for n in bind if n in mp) + extra
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
@@ -460,9 +469,11 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             if point in plugins:
                 path = f"profiles[0].plugins.{point}"
                 binding[point], _ = _plugin_set(r, plugins[point], path, names, ext)
-        for point in ("queueSort", "bind"):
-            if point in plugins:
-                _plugin_set(r, plugins[point], f"profiles[0].plugins.{point}", (), ())
+        if "bind" in plugins:
+            path = "profiles[0].plugins.bind"
+            bind, _ = _plugin_set(r, plugins["bind"], path, bind, BIND_PLUGINS + ext)
+        if "queueSort" in plugins:
+            _plugin_set(r, plugins["queueSort"], "profiles[0].plugins.queueSort", (), ())
         for i, pc in enumerate(prof.get("pluginConfig") or ()):
             path = f"profiles[0].pluginConfig[{i}]"
             pcm = r.mapping(pc, path, {"name", "args"})
@@ -488,16 +499,18 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             *binding["reserve"],
             *binding["permit"],
             *binding["preBind"],
+            *bind,
             *binding["postBind"],
         )
         if n in external
     )
     out_of_tree = []
+    binders = [n for n in bind if n in BIND_PLUGINS]
     for name in enabled:
         args = external_args.get(name, {})
         try:
             # The plugin validates its own args (a throwaway handle for those that take one).
-            instantiate(external[name], args, FrameworkHandle(WaitingPods()))
+            plugin = instantiate(external[name], args, FrameworkHandle(WaitingPods()))
         except (ValueError, TypeError) as e:
             where = next(
                 (
@@ -509,6 +522,14 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             )
             raise r.fail(where, f"plugin {name}: {e}") from e
         out_of_tree.append((name, external[name], args))
+        if name in bind and callable(getattr(plugin, "bind", None)):
+            binders.append(name)
+    if not binders:
+        raise r.fail(
+            "profiles[0].plugins",
+            "at least one bind plugin is needed: DefaultBinder is disabled (at multiPoint "
+            "or bind) and no enabled plugin implements bind",
+        )
     kw.update(
         filters=filters,
         scores=scores,
@@ -517,6 +538,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         reserve=binding["reserve"],
         permit=binding["permit"],
         pre_bind=binding["preBind"],
+        bind=bind,
         post_bind=binding["postBind"],
         score_weights=weights,
         out_of_tree=tuple(out_of_tree),

@@ -5,9 +5,9 @@ their meaning within a major version of this API (``API_VERSION``), whatever mov
 
 A plugin is a class constructed as ``Plugin(args)`` (``args``: its ``pluginConfig`` entry, a
 dict; raise ValueError naming the field for a bad one), or ``Plugin(args, handle)`` when it
-takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods and the
-snapshot's nodes), with a ``name`` and any of the extension points below; the framework
-calls each on the scheduler's single thread.
+takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods, the
+snapshot's nodes and the live scheduler's API client), with a ``name`` and any of the
+extension points below; the framework calls each on the scheduler's single thread.
 
 - ``pre_enqueue(pod) -> Status`` (anything but SUCCESS keeps the pod out of the queue)
 - ``pre_filter(state, pod, snapshot) -> (PreFilterResult | None, Status)``
@@ -24,6 +24,9 @@ calls each on the scheduler's single thread.
 - ``pre_bind(state, pod, node_name) -> Status`` (may be ``async def``: awaited in the pod's
   binding task, other pods are scheduled meanwhile) and, optionally,
   ``pre_bind_pre_flight(state, pod, node_name) -> Status`` (SUCCESS or SKIP)
+- ``bind(state, pod, node_name) -> Status`` (may be ``async def``): SKIP leaves the pod to
+  the next Bind plugin (DefaultBinder, the Binding API call, by default), SUCCESS says the
+  plugin has bound it; runs only before DefaultBinder in the profile's ``bind`` order
 - ``post_bind(state, pod, node_name) -> None``
 - ``events_to_register() -> list[EventRegistration]`` (queueing hints), optional: without
   it the plugin is told of every cluster event
@@ -35,6 +38,7 @@ pod, and again after its binding.
 
 from __future__ import annotations
 
+from scheduler.errors import ApiCallError
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -51,6 +55,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.outoftree import ENTRY_POINT_GROUP
 from scheduler.framework.waiting_pods import (
     MAX_PERMIT_TIMEOUT_SECONDS,
+    ApiClient,
     FrameworkHandle,
     WaitingPod,
 )
@@ -63,6 +68,8 @@ __all__ = [
     "MAX_PERMIT_TIMEOUT_SECONDS",
     "SKIP",
     "SUCCESS",
+    "ApiCallError",
+    "ApiClient",
     "ClusterEvent",
     "Code",
     "CycleState",

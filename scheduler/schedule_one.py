@@ -54,7 +54,7 @@ from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.preemption import PreemptionActions, fit_error_message
-from scheduler.framework.waiting_pods import PodInPreBind, WaitingPod
+from scheduler.framework.waiting_pods import ApiClient, PodInPreBind, WaitingPod
 from scheduler.types import (
     NodeInfo,
     NodeRecord,
@@ -90,11 +90,13 @@ _R = TypeVar("_R")
 
 @dataclass(frozen=True, slots=True)
 class BindingCycle:
-    """The plugin steps a binder runs before the Binding when PreBind plugins are enabled
-    (upstream's bindingCycle): ``pre_flight()``; on SUCCESS the pod's nominatedNodeName is
-    set to the node first (NominatedNodeNameForExpectation, on by default since 1.35), on
-    SKIP not; then ``pre_bind()``. A non-SUCCESS status of either fails the binding with
-    ``BindOutcome.REJECTED`` (a rejection) or ``BindOutcome.PRE_BIND`` (an error)."""
+    """The plugin steps a binder runs around the Binding when PreBind or Bind plugins are
+    enabled or the pod waits at Permit (upstream's bindingCycle): ``pre_flight()``; on
+    SUCCESS the pod's nominatedNodeName is set to the node first
+    (NominatedNodeNameForExpectation, on by default since 1.35), on SKIP not; then
+    ``pre_bind()``; then, when set, ``bind()`` (Bind plugins before DefaultBinder). A
+    failed step fails the binding with ``BindOutcome.REJECTED`` (a rejection) or
+    ``BindOutcome.PRE_BIND`` (an error)."""
 
     pre_flight: Callable[[], Status]
     pre_bind: Callable[[], Status]
@@ -111,6 +113,10 @@ class BindingCycle:
     pre_bind_async: Callable[[], Awaitable[Status]] | None = None
     enter_pre_bind: Callable[[Callable[[str], object]], PodInPreBind] | None = None
     leave_pre_bind: Callable[[], object] = lambda: None
+    # Set when Bind plugins run before DefaultBinder: after PreBind the binder awaits it.
+    # SUCCESS: a plugin bound the pod (no Binding is sent); SKIP: send the Binding
+    # (DefaultBinder's turn); anything else fails the binding as a PreBind failure does.
+    bind: Callable[[], Awaitable[Status]] | None = None
 
     def begin(self) -> tuple[Status | None, bool]:
         """Run the pre-flight: (the status that stops the binding, or None; whether the
@@ -198,8 +204,9 @@ class BindOutcome:
     CONFLICT = "conflict"  # 409: already bound (by us earlier, or by someone else)
     GONE = "gone"  # 404: the pod was deleted
     ERROR = "error"  # anything else after retries
-    REJECTED = "rejected"  # a PreBind plugin rejected the pod (no Binding was sent)
-    PRE_BIND = "prebind"  # PreBindPreFlight, PreBind or the wait at Permit failed (no Binding)
+    REJECTED = "rejected"  # a PreBind or Bind plugin rejected the pod (no Binding was sent)
+    # PreBindPreFlight, PreBind, a Bind plugin or the wait at Permit failed (no Binding)
+    PRE_BIND = "prebind"
     PERMIT = "permit"  # rejected while waiting at Permit: unschedulable for that plugin
 
 
@@ -277,6 +284,9 @@ class SchedulerCore:
     # explain load them). False: by controller owner, the approximation of earlier versions,
     # kept for benchmarks that compare the two.
     upstream_default_selector: bool = True
+    # The API client that plugins reach through their FrameworkHandle (the live scheduler's;
+    # None in simulate and explain).
+    api_client: ApiClient | None = None
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -302,6 +312,7 @@ class SchedulerCore:
             rng=self.rng,
             namespace_labels=self.namespace_labels,
             selectors=self.selector_objects if self.upstream_default_selector else None,
+            api_client=self.api_client,
         )
         self.queue.hints = dict(self.framework.hints)
         if self.framework.pre_enqueue_plugins:
@@ -543,7 +554,7 @@ class SchedulerCore:
             fw.reserve_plugins or fw.permit_plugins or fw.pre_bind_plugins or fw.post_bind_plugins
         )
         self._binding[pod.key] = _Binding(qpi, host, state if plugged else None, waiting)
-        if fw.pre_bind_plugins or waiting is not None:
+        if fw.pre_bind_plugins or waiting is not None or fw.bind_plugins:
             self.binder.bind(
                 assumed,
                 host,
@@ -566,6 +577,11 @@ class SchedulerCore:
                     waiting=waiting,
                     permit_timeout=self._permit_timeout(waiting),
                     expire=self.expire_waiting,
+                    bind=(
+                        (lambda: self._timed_bind_async(state, assumed, host))
+                        if fw.bind_plugins
+                        else None
+                    ),
                 ),
             )
         else:
@@ -668,6 +684,15 @@ class SchedulerCore:
         st = await self.framework.run_pre_bind_async(state, pod, node)
         if self.observer is not None:
             self.observer.extension_point("PreBind", CODE_NAMES[st.code], time.perf_counter() - t0)
+        return st
+
+    async def _timed_bind_async(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+        """``run_bind_async``, observed as Bind (the Bind plugins before DefaultBinder; the
+        Binding call itself is the binder's)."""
+        t0 = time.perf_counter()
+        st = await self.framework.run_bind_async(state, pod, node)
+        if self.observer is not None:
+            self.observer.extension_point("Bind", CODE_NAMES[st.code], time.perf_counter() - t0)
         return st
 
     def _permit_timeout(self, wp: WaitingPod | None) -> Callable[[], float | None]:

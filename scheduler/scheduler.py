@@ -24,6 +24,7 @@ import structlog
 from scheduler.clock import Clock, RealClock
 from scheduler.config import SchedulerConfig
 from scheduler.framework.preemption import PreemptionActions
+from scheduler.framework.waiting_pods import ApiClient
 from scheduler.metrics import Metrics
 from scheduler.schedule_one import Binder, CycleResult, Recorder, SchedulerCore
 from scheduler.types import PodInfo
@@ -57,6 +58,7 @@ class Scheduler:
         metrics: Metrics | None = None,
         on_assumed: Callable[[PodInfo, int], None] | None = None,
         settle_preemption: Callable[[], Awaitable[None]] | None = None,
+        api_client: ApiClient | None = None,
     ) -> None:
         self.config = config
         self.identity = identity
@@ -81,6 +83,7 @@ class Scheduler:
             on_incoming=lambda q, ev: self.metrics.child(self.metrics.queue_incoming, q, ev).inc(),
             namespace_labels=lambda ns: labels.get(ns, {}),
             observer=self.metrics,
+            api_client=api_client,
         )
 
     # ================================================================== state

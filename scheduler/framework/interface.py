@@ -244,6 +244,16 @@ class PreBindPlugin(Plugin, Protocol):
 
 
 @runtime_checkable
+class BindPlugin(Plugin, Protocol):
+    """Upstream's BindPlugin: binds the pod to the node, after PreBind. SKIP: not this
+    plugin's pod (the next Bind plugin in order, DefaultBinder by default, binds it);
+    SUCCESS: the plugin has bound it; a rejection or an error fails the binding (Unreserve
+    runs). ``bind`` may be a coroutine function, awaited in the pod's binding task."""
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
 class PostBindPlugin(Plugin, Protocol):
     """Upstream's PostBindPlugin: told once the pod is bound; informational."""
 

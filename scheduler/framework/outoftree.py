@@ -17,9 +17,9 @@ What it owns:
   the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
   status naming the plugin and the scheduler goes on serving other pods. An exception in
   PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in; in
-  Reserve, Permit, PreBindPreFlight or PreBind (also an ``async def pre_bind``, the one
-  point that may be a coroutine function) an Error status that fails the attempt or the
-  binding (Unreserve runs). An exception in
+  Reserve, Permit, PreBindPreFlight, PreBind or Bind (also an ``async def pre_bind`` or
+  ``async def bind``, the two points that may be coroutine functions) an Error status that
+  fails the attempt or the binding (Unreserve runs). An exception in
   Unreserve or PostBind, which return nothing and cannot fail a pod, is logged
   (``plugin_raised``) and the remaining plugins still run.
 
@@ -62,8 +62,11 @@ _POINTS = (
     "permit",
     "pre_bind_pre_flight",
     "pre_bind",
+    "bind",
     "post_bind",
 )
+# The points that may be coroutine functions: they run in the pod's binding task.
+_ASYNC_POINTS = ("pre_bind", "bind")
 _STATUS_POINTS = {
     "pre_enqueue": "PreEnqueue",
     "filter": "Filter",
@@ -71,6 +74,7 @@ _STATUS_POINTS = {
     "reserve": "Reserve",
     "pre_bind_pre_flight": "PreBindPreFlight",
     "pre_bind": "PreBind",
+    "bind": "Bind",
 }
 # Points that return nothing and cannot fail the pod: an exception is logged and swallowed.
 _NOTIFY_POINTS = ("unreserve", "post_bind")
@@ -136,10 +140,10 @@ def instantiate(cls: type, args: Mapping[str, Any], handle: object = None) -> ob
     if not any(callable(getattr(plugin, p, None)) for p in _POINTS):
         raise ValueError(f"{cls.__name__} implements no extension point ({', '.join(_POINTS)})")
     for point in _POINTS:
-        if point != "pre_bind" and inspect.iscoroutinefunction(getattr(plugin, point, None)):
+        if point not in _ASYNC_POINTS and inspect.iscoroutinefunction(getattr(plugin, point, None)):
             raise ValueError(
-                f"{cls.__name__}.{point} is a coroutine function: only pre_bind may be async "
-                "(the others run within the scheduling cycle, which never waits)"
+                f"{cls.__name__}.{point} is a coroutine function: only pre_bind and bind may "
+                "be async (the others run within the scheduling cycle, which never waits)"
             )
     if callable(getattr(plugin, "pre_bind_pre_flight", None)) and not callable(
         getattr(plugin, "pre_bind", None)
@@ -168,6 +172,7 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
         "permit": "Permit",
         "pre_bind_pre_flight": "PreBindPreFlight",
         "pre_bind": "PreBind",
+        "bind": "Bind",
         "post_bind": "PostBind",
     }[point]
 
@@ -210,7 +215,7 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
                 )
 
         return call_notify
-    if point == "pre_bind" and inspect.iscoroutinefunction(method):
+    if point in _ASYNC_POINTS and inspect.iscoroutinefunction(method):
 
         async def call_status_async(*args: Any) -> Any:
             try:

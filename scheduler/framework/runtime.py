@@ -36,6 +36,7 @@ from scheduler.framework.interface import (
     SUCCESS,
     BatchFilterPlugin,
     BatchScorePlugin,
+    BindPlugin,
     Code,
     CycleState,
     EnqueueExtensions,
@@ -56,6 +57,7 @@ from scheduler.framework.interface import (
     ScorePlugin,
     Status,
 )
+from scheduler.framework.plugins.names import DEFAULT_BINDER
 from scheduler.framework.waiting_pods import PodInPreBind, WaitingPods
 from scheduler.types import NodeInfo, PodInfo
 
@@ -106,6 +108,10 @@ class Framework:
     pre_bind_plugins: list[PreBindPlugin] = field(default_factory=list)
     # Whether a PreBind plugin's ``pre_bind`` is a coroutine function (set by ``build``).
     async_pre_bind: bool = False
+    # The Bind plugins that run before DefaultBinder (the Binding API call, the binder's
+    # own), in order; ``default_binder``: whether DefaultBinder is enabled (after them).
+    bind_plugins: list[BindPlugin] = field(default_factory=list)
+    default_binder: bool = True
     post_bind_plugins: list[PostBindPlugin] = field(default_factory=list)
     nominator: Nominator | None = None
     hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
@@ -134,6 +140,7 @@ class Framework:
         reserve: Sequence[str] | None = None,
         permit: Sequence[str] | None = None,
         pre_bind: Sequence[str] | None = None,
+        bind: Sequence[str] | None = None,
         post_bind: Sequence[str] | None = None,
         nominator: Nominator | None = None,
         waiting_pods: WaitingPods | None = None,
@@ -142,6 +149,9 @@ class Framework:
         ``post_filters``/``pre_enqueue``/``reserve``/``permit``/``pre_bind``/``post_bind``
         restrict each extension point to the named plugins (None: all); PreEnqueue, Reserve,
         Permit, PreBind and PostBind plugins run in the order their list names them.
+        ``bind`` names the Bind plugins in order, ``DefaultBinder`` among them (None: every
+        Bind plugin, then DefaultBinder); those after DefaultBinder never run (it binds
+        every pod that reaches it), as upstream.
         ``waiting_pods``: the map the plugins' FrameworkHandle reads (a new one if None)."""
         fw = cls(profile_name, nominator=nominator)
         if waiting_pods is not None:
@@ -150,6 +160,7 @@ class Framework:
         reserving: dict[str, ReservePlugin] = {}
         permitting: dict[str, PermitPlugin] = {}
         pre_binding: dict[str, PreBindPlugin] = {}
+        binding: dict[str, BindPlugin] = {}
         post_binding: dict[str, PostBindPlugin] = {}
         for p in plugins:
             name = str(getattr(p, "name", type(p).__name__))
@@ -161,6 +172,8 @@ class Framework:
                 permitting[name] = p
             if isinstance(p, PreBindPlugin) and (pre_bind is None or name in pre_bind):
                 pre_binding[name] = p
+            if isinstance(p, BindPlugin) and (bind is None or name in bind):
+                binding[name] = p
             if isinstance(p, PostBindPlugin) and (post_bind is None or name in post_bind):
                 post_binding[name] = p
             if isinstance(p, PreFilterPlugin) and (filters is None or name in filters):
@@ -187,6 +200,12 @@ class Framework:
             inspect.iscoroutinefunction(p.pre_bind) for p in fw.pre_bind_plugins
         )
         fw.post_bind_plugins = _in_order(post_binding, post_bind)
+        if bind is None:
+            fw.bind_plugins = list(binding.values())
+        else:
+            first = list(bind).index(DEFAULT_BINDER) if DEFAULT_BINDER in bind else len(bind)
+            fw.bind_plugins = _in_order(binding, list(bind)[:first])
+            fw.default_binder = DEFAULT_BINDER in bind
         return fw
 
     # ------------------------------------------------------------------ reserve / postbind
@@ -296,6 +315,28 @@ class Framework:
             if failed is not None:
                 return failed
         return SUCCESS
+
+    async def run_bind_async(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Upstream's ``RunBindPlugins`` up to DefaultBinder: the first Bind plugin that does
+        not return SKIP decides: SUCCESS (it bound the pod; the status names it), a
+        rejection as it returned it, or an ERROR "running Bind plugin ...". SKIP when every
+        one skipped and DefaultBinder is enabled (the caller sends the Binding); an ERROR
+        when it is not. Awaits plugins whose ``bind`` is a coroutine function."""
+        for p in self.bind_plugins:
+            result: Any = p.bind(state, pod, node_name)
+            if inspect.isawaitable(result):
+                result = await result
+            st: Status = result
+            if st.is_skip():
+                continue
+            if st.is_success() or st.is_rejected():
+                return st.with_plugin(p.name)
+            return Status(Code.ERROR, (f"running Bind plugin {p.name}: {st.message()}",), p.name)
+        if self.default_binder:
+            return Status(Code.SKIP)
+        names = ", ".join(p.name for p in self.bind_plugins)
+        message = f"no Bind plugin bound the pod: {names} returned Skip and DefaultBinder is off"
+        return Status(Code.ERROR, (message,))
 
     def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         """Upstream's ``RunPostBindPlugins``: informational, after a successful bind."""

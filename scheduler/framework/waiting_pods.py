@@ -18,6 +18,7 @@ Keyed by pod UID, as upstream's ``GetWaitingPod``/``RejectWaitingPod``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from scheduler.framework.interface import SUCCESS, Code, Status
 from scheduler.types import NodeInfo, PodInfo
@@ -182,20 +183,48 @@ class PodInPreBind:
         return True
 
 
+class ApiClient(Protocol):
+    """The live scheduler's API client as a plugin sees it (``FrameworkHandle.client``)."""
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        """One API call (``path`` from ``/api`` or ``/apis``) after the scheduler's own rate
+        limiter, with its credentials: the decoded JSON answer. Raises ``ApiCallError``
+        (``status``: the HTTP status, 0 without an answer)."""
+        ...
+
+
 class FrameworkHandle:
     """What a plugin may use of the framework besides its own extension points (upstream's
-    ``framework.Handle``: the waiting pods, and the nodes of the cycle's snapshot): given
-    to a plugin whose class takes a second constructor argument, ``Plugin(args, handle)``."""
+    ``framework.Handle``: the waiting pods, the nodes of the cycle's snapshot, the API
+    client): given to a plugin whose class takes a second constructor argument,
+    ``Plugin(args, handle)``."""
 
-    __slots__ = ("_node_infos", "_waiting")
+    __slots__ = ("_client", "_node_infos", "_waiting")
 
     def __init__(
         self,
         waiting: WaitingPods,
         node_infos: Callable[[], Sequence[NodeInfo]] = tuple,
+        client: ApiClient | None = None,
     ) -> None:
         self._waiting = waiting
         self._node_infos = node_infos
+        self._client = client
+
+    @property
+    def client(self) -> ApiClient | None:
+        """The live scheduler's API client (upstream's ``ClientSet``): for a plugin's own
+        calls from an async ``pre_bind`` or ``bind``. None in ``simulate`` and ``explain``,
+        which talk to no API server."""
+        return self._client
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._waiting.get(uid)

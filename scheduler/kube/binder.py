@@ -113,7 +113,14 @@ class Binder:
                 failed = cycle.finish()
         if failed is not None:
             return binding_step_outcome(failed), failed.message(), ""
-        outcome, message = await self.bind_now(pod, node)
+        if cycle.bind is not None:
+            st = await cycle.bind()  # the Bind plugins before DefaultBinder
+            if st.is_success():
+                log.info("bound_by_plugin", pod=pod.key, node=node, plugin=st.plugin)
+                return BindOutcome.OK, "", ""
+            if not st.is_skip():
+                return binding_step_outcome(st), st.message(), ""
+        outcome, message = await self.bind_now(pod, node)  # DefaultBinder
         return outcome, message, ""
 
     async def _pre_bind_cancellable(self, cycle: BindingCycle) -> Status | None:

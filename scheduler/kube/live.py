@@ -106,6 +106,7 @@ class LiveScheduler:
             clock=clock,
             on_assumed=self.recorder.assumed,
             settle_preemption=None if config.async_preemption else self.executor.settle,
+            api_client=client,
         )
         self.executor.attach(self.scheduler.core)
         self.handlers = EventHandlers(

@@ -128,8 +128,10 @@ def test_top_level_fields() -> None:
                 "multiPoint": {
                     "disabled": [{"name": "*"}],
                     "enabled": [
+                        {"name": "PrioritySort"},
                         {"name": "NodeResourcesFit", "weight": 3},
                         {"name": "DefaultPreemption"},
+                        {"name": "DefaultBinder"},
                     ],
                 }
             },

@@ -26,7 +26,7 @@ from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.preemption import Evaluator, PreemptionActions
 from scheduler.framework.runtime import Framework
-from scheduler.framework.waiting_pods import FrameworkHandle, WaitingPods
+from scheduler.framework.waiting_pods import ApiClient, FrameworkHandle, WaitingPods
 from scheduler.types import PDBInfo
 
 __all__ = ["build_framework"]
@@ -42,6 +42,7 @@ def build_framework(
     rng: random.Random,
     namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
     selectors: SelectorObjects | None = None,
+    api_client: ApiClient | None = None,
 ) -> tuple[Framework, Evaluator]:
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
@@ -68,7 +69,7 @@ def build_framework(
     # an exception becomes an Error for that pod, never a stopped scheduler.
     # Plugins that take a FrameworkHandle share the framework's waiting pods through it.
     waiting = WaitingPods()
-    handle = FrameworkHandle(waiting, lambda: snapshot.node_info_list)
+    handle = FrameworkHandle(waiting, lambda: snapshot.node_info_list, api_client)
     plugins += [
         guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree
     ]
@@ -83,6 +84,7 @@ def build_framework(
         reserve=config.reserve,
         permit=config.permit,
         pre_bind=config.pre_bind,
+        bind=config.bind,
         post_bind=config.post_bind,
         nominator=nominator,
         waiting_pods=waiting,

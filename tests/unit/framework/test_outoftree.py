@@ -3,6 +3,7 @@ that turns a plugin's exception into an Error for that pod while the scheduler g
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sys
 import types
@@ -729,3 +730,179 @@ def test_only_pre_bind_may_be_async_and_simulate_awaits_it(
         "outcome": "unschedulable",
         "message": "no volume for denied",
     }
+
+
+class LabelBinder:
+    """A Bind plugin: pods labelled ``bind=mine`` it binds itself (SUCCESS), ``bind=deny``
+    it rejects, ``bind=fail`` errors, ``bind=raise`` raises; any other pod it leaves to the
+    next Bind plugin (SKIP). ``bind`` is async when the args say so."""
+
+    name = "LabelBinder"
+    calls: ClassVar[list[str]] = []
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        if args.get("async"):
+            self.bind = self._bind_async  # type: ignore[method-assign]
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        LabelBinder.calls.append(pod.name)
+        how = pod.labels.get("bind")
+        if how == "mine":
+            return SUCCESS
+        if how == "deny":
+            return Status.unschedulable(f"{node_name} takes no {pod.name}")
+        if how == "fail":
+            return Status.error("binding API of the other system is down")
+        if how == "raise":
+            raise RuntimeError("boom in bind")
+        return Status(Code.SKIP)
+
+    async def _bind_async(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        await asyncio.sleep(0)  # a real wait: other tasks run meanwhile
+        return LabelBinder.bind(self, state, pod, node_name)
+
+
+def _bind_config(bind: Mapping[str, Any] | None, multi: bool = False, **args: Any) -> Any:
+    plugins: dict[str, Any] = {}
+    if multi:
+        plugins["multiPoint"] = {"enabled": [{"name": "LabelBinder"}]}
+    if bind is not None:
+        plugins["bind"] = bind
+    profile: dict[str, Any] = {"plugins": plugins}
+    if args:
+        profile["pluginConfig"] = [{"name": "LabelBinder", "args": args}]
+    return parse_config(
+        {"pluginModules": {"LabelBinder": "labelbinder_plugin:LabelBinder"}, "profiles": [profile]},
+        "sched.yaml",
+    )
+
+
+@pytest.fixture
+def label_binder(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = types.ModuleType("labelbinder_plugin")
+    mod.LabelBinder = LabelBinder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "labelbinder_plugin", mod)
+    LabelBinder.calls = []
+
+
+def test_bind_plugins_are_configured_in_order_with_default_binder(label_binder: None) -> None:
+    """As upstream: DefaultBinder is the default Bind plugin; a Bind plugin enabled at
+    multiPoint or at bind comes after it (and so binds nothing) unless DefaultBinder is
+    disabled; a profile without any Bind plugin is refused."""
+    assert parse_config({}, "sched.yaml").bind == ("DefaultBinder",)
+    assert _bind_config(None, multi=True).bind == ("DefaultBinder", "LabelBinder")
+    enabled = {"enabled": [{"name": "LabelBinder"}]}
+    assert _bind_config(enabled).bind == ("DefaultBinder", "LabelBinder")
+    first = {
+        "disabled": [{"name": "*"}],
+        "enabled": [{"name": "LabelBinder"}, {"name": "DefaultBinder"}],
+    }
+    assert _bind_config(first).bind == ("LabelBinder", "DefaultBinder")
+    alone = {"disabled": [{"name": "DefaultBinder"}]}
+    assert _bind_config(alone, multi=True).bind == ("LabelBinder",)
+    with pytest.raises(ConfigError, match=r"plugins: at least one bind plugin is needed"):
+        parse_config({"profiles": [{"plugins": {"bind": alone}}]}, "sched.yaml")
+    scratch = {"multiPoint": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeName"}]}}
+    with pytest.raises(ConfigError, match="DefaultBinder is disabled"):  # as upstream refuses
+        parse_config({"profiles": [{"plugins": scratch}]}, "sched.yaml")
+    with pytest.raises(ConfigError, match="unknown or unsupported plugin 'NodeAffinity'"):
+        _bind_config({"enabled": [{"name": "NodeAffinity"}]})
+
+
+def _bind_core(cfg: Any) -> tuple[SchedulerCore, RecordingBinder, RecordingRecorder]:
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(cfg, FakeClock(), binder, recorder, rng=random.Random(0))
+    core.on_node_add(make_node("n1").record())
+    return core, binder, recorder
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize(
+    ("label", "code", "outcome", "message"),
+    [
+        pytest.param("mine", Code.SUCCESS, "ok", "", id="bound by the plugin"),
+        pytest.param("other", Code.SKIP, "", "", id="left to DefaultBinder"),
+        pytest.param("deny", Code.UNSCHEDULABLE, "rejected", "n1 takes no p", id="rejected"),
+        pytest.param(
+            "fail",
+            Code.ERROR,
+            "prebind",
+            "running Bind plugin LabelBinder: binding API of the other system is down",
+            id="error",
+        ),
+        pytest.param(
+            "raise",
+            Code.ERROR,
+            "prebind",
+            "running Bind plugin LabelBinder: Bind plugin LabelBinder raised RuntimeError: "
+            "boom in bind",
+            id="raises",
+        ),
+    ],
+)
+def test_bind_plugins_run_before_default_binder(
+    label_binder: None, is_async: bool, label: str, code: Code, outcome: str, message: str
+) -> None:
+    """RunBindPlugins up to DefaultBinder: the first plugin that does not skip decides."""
+
+    args = {"async": True} if is_async else {}
+    first = {
+        "disabled": [{"name": "*"}],
+        "enabled": [{"name": "LabelBinder"}, {"name": "DefaultBinder"}],
+    }
+    core, binder, recorder = _bind_core(_bind_config(first, **args))
+    core.on_pod_add(make_pod("p").req(cpu="1").label("bind", label).info())
+    result = core.schedule_one()
+    assert result is not None and result.outcome == "assumed"
+    cycle = binder.cycles["default/p"]  # Bind plugins make a binding cycle of their own
+    assert cycle.bind is not None
+    st = asyncio.run(cycle.bind())
+    assert LabelBinder.calls == ["p"]
+    assert st.code is code and st.message() == message
+    if code in (Code.SUCCESS, Code.SKIP):
+        assert st.plugin == ("LabelBinder" if code is Code.SUCCESS else "")
+        return
+    core.on_bind_result("default/p", outcome, st.message())
+    assert core.cache.get_pod("default/p") is None
+    (failed,) = recorder.failed_calls
+    reason = "Unschedulable" if code is Code.UNSCHEDULABLE else "SchedulerError"
+    assert (failed.reason, failed.message) == (reason, message)
+    assert [p.name for p in core.queue.pending_pods()["backoff"]] == ["p"]
+
+
+def test_bind_plugins_after_default_binder_never_run_and_without_it_a_skip_fails(
+    label_binder: None,
+) -> None:
+
+    core, binder, _ = _bind_core(_bind_config(None, multi=True))
+    assert core.framework.bind_plugins == [] and core.framework.default_binder
+    core.on_pod_add(make_pod("p").req(cpu="1").label("bind", "mine").info())
+    core.schedule_one()
+    assert "default/p" not in binder.cycles and LabelBinder.calls == []  # a plain Binding
+    core, binder, _ = _bind_core(_bind_config({"disabled": [{"name": "DefaultBinder"}]}, True))
+    core.on_pod_add(make_pod("q").req(cpu="1").label("bind", "other").info())
+    core.schedule_one()
+    st = asyncio.run(binder.cycles["default/q"].bind())  # type: ignore[misc]
+    assert st.code is Code.ERROR
+    assert st.message() == (
+        "no Bind plugin bound the pod: LabelBinder returned Skip and DefaultBinder is off"
+    )
+
+
+def test_simulate_binds_pods_itself_without_calling_bind_plugins(
+    label_binder: None, tmp_path: Any
+) -> None:
+    import yaml
+
+    from scheduler.decode import load_documents
+    from scheduler.simulate import simulate
+
+    path = tmp_path / "cluster.yaml"
+    objs = [
+        make_node("n1").alloc(cpu="2", memory="8Gi", pods="110").obj(),
+        make_pod("p").req(cpu="1").label("bind", "deny").obj(),
+    ]
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    cfg = _bind_config({"disabled": [{"name": "DefaultBinder"}]}, multi=True)
+    result = simulate(load_documents([str(path)]), cfg)
+    assert result.placements == {"default/p": "n1"} and LabelBinder.calls == []

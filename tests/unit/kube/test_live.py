@@ -974,3 +974,108 @@ def test_a_preemption_cancels_an_async_pre_bind_instead_of_deleting_its_pod(
         assert h.binds() == [("default/high", "n1")]
 
     _run(go())
+
+
+class _OwnBinder:
+    """A Bind plugin that binds pods labelled own=yes itself, through the FrameworkHandle's
+    client (the scheduler's API client), with an annotation in the Binding; own=deny is
+    rejected; other pods go on to DefaultBinder."""
+
+    name = "OwnBinder"
+
+    def __init__(self, args: dict[str, Any], handle: Any) -> None:
+        self.handle = handle
+
+    async def bind(self, state: Any, pod: Any, node_name: str) -> Any:
+        from scheduler.plugins import SKIP, SUCCESS, ApiCallError, Status
+
+        how = pod.labels.get("own")
+        if how == "deny":
+            return Status.unschedulable(f"{node_name} is not for {pod.name}")
+        if how != "yes":
+            return SKIP
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {
+                "name": pod.name,
+                "namespace": pod.namespace,
+                "annotations": {"bound-by": "OwnBinder"},
+            },
+            "target": {"kind": "Node", "name": node_name},
+        }
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding"
+        try:
+            await self.handle.client.request("POST", path, body=body)
+        except ApiCallError as e:
+            return Status.error(f"status {e.status}")
+        return SUCCESS
+
+
+def test_a_bind_plugin_binds_through_the_handle_client_before_default_binder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import dataclasses
+    import sys
+    import types
+
+    from scheduler.config import parse_config
+
+    mod = types.ModuleType("ownbinder_test_plugin")
+    mod.OwnBinder = _OwnBinder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ownbinder_test_plugin", mod)
+    bind = {
+        "disabled": [{"name": "*"}],
+        "enabled": [{"name": "OwnBinder"}, {"name": "DefaultBinder"}],
+    }
+    cfg = parse_config(
+        {
+            "pluginModules": {"OwnBinder": "ownbinder_test_plugin:OwnBinder"},
+            "profiles": [{"plugins": {"bind": bind}}],
+        },
+        "sched.yaml",
+    )
+    config = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cfg)}
+
+    async def go() -> None:
+        h = Harness(**config)
+        h.api.fail("POST", "/pods/broken/binding", 403)
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        for name, how in (("mine", "yes"), ("plain", "no"), ("denied", "deny"), ("broken", "yes")):
+            h.event("pods", "ADDED", make_pod(name).req(cpu="100m").label("own", how).obj())
+        while h.core.schedule_one() is not None:
+            pass
+        await h.drain()
+        bodies = {b["metadata"]["name"]: b for _, b in h.api.of("POST", "/binding")}
+        # One Binding per pod at most: the plugin's (with its annotation) or DefaultBinder's.
+        assert sorted(h.binds()) == [
+            ("default/broken", "n1"),
+            ("default/mine", "n1"),
+            ("default/plain", "n1"),
+        ]
+        assert bodies["mine"]["metadata"]["annotations"] == {"bound-by": "OwnBinder"}
+        assert "annotations" not in bodies["plain"]["metadata"]
+        assert ("Scheduled", "mine") in h.api.events() and ("Scheduled", "plain") in h.api.events()
+        # Both bound pods stay assumed until the watch confirms them.
+        assert h.core.cache.get_pod("default/mine") is not None
+        failed = {
+            key: h.status_patches(key)[-1]["status"]["conditions"][0]
+            for key in ("default/denied", "default/broken")
+        }
+        assert (failed["default/denied"]["reason"], failed["default/denied"]["message"]) == (
+            "Unschedulable",
+            "n1 is not for denied",
+        )
+        assert (failed["default/broken"]["reason"], failed["default/broken"]["message"]) == (
+            "SchedulerError",
+            "running Bind plugin OwnBinder: status 403",
+        )
+        for key in ("default/denied", "default/broken"):
+            assert h.core.cache.get_pod(key) is None  # unreserved, retried after backoff
+            assert h.core.queue.where(key) == "backoff"
+        reg = h.s.metrics.registry
+        labels = {"extension_point": "Bind", "status": "Success", "profile": "py-scheduler"}
+        name = "scheduler_framework_extension_point_duration_seconds_count"
+        assert reg.get_sample_value(name, labels) == 1  # mine (plain: Skip)
+
+    _run(go())

@@ -2,7 +2,8 @@
 example LabelPolicy (examples/plugins/labelpolicy), loaded through ``pluginModules``, keeps
 pods off nodes labelled for maintenance and prefers SSD nodes; the example Approval
 (examples/plugins/approval), a PreEnqueue plugin, holds pods out of the queue until an
-update approves them."""
+update approves them; Coscheduling (a Permit plugin) binds a group together; ZoneStamp (an
+async Bind plugin) binds pods itself with their node's zone stamped on them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.conftest import REPO_ROOT, wait_for
-from tests.e2e.kit import Kit, settle
+from tests.e2e.kit import Kit, pod_manifest, settle
 
 EXAMPLE = REPO_ROOT / "examples" / "plugins" / "labelpolicy"
 
@@ -208,3 +209,72 @@ def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
     )
     assert sched.metric("scheduler_permit_wait_duration_seconds_count", {"result": "Success"}) == 2
     assert sched.alive
+
+
+ZONESTAMP = REPO_ROOT / "examples" / "plugins" / "zonestamp"
+
+
+def test_the_example_bind_plugin_binds_with_the_zone_stamped_in_the_binding(
+    kit: Kit, spawn_scheduler: Any
+) -> None:
+    """The example ZoneStamp (examples/plugins/zonestamp, an async Bind plugin before
+    DefaultBinder, calling the API through the FrameworkHandle's client) binds this
+    namespace's pods itself, with the node's zone in an annotation the API server copies
+    from the Binding; a pod of another namespace is bound by DefaultBinder, unstamped."""
+    name = f"zonestamp-{kit.ns}"
+    sched = spawn_scheduler(
+        name=name,
+        config={
+            "pluginModules": {"ZoneStamp": "zonestamp:ZoneStamp"},
+            "profiles": [
+                {
+                    "plugins": {
+                        "bind": {
+                            "disabled": [{"name": "DefaultBinder"}],
+                            "enabled": [{"name": "ZoneStamp"}, {"name": "DefaultBinder"}],
+                        }
+                    },
+                    "pluginConfig": [
+                        {
+                            "name": "ZoneStamp",
+                            "args": {"namespaces": [kit.ns], "annotation": "example.com/zone"},
+                        }
+                    ],
+                }
+            ],
+        },
+        extra_env={"PYTHONPATH": os.pathsep.join([str(ZONESTAMP), str(REPO_ROOT)])},
+    )
+    (node,) = kit.nodes(1, cpu="4", labels={"topology.kubernetes.io/zone": "zone-e2e"})
+    kit.create("stamped", cpu="100m", scheduler=name)
+    assert kit.wait_bound("stamped") == node
+    pod = kit.pod("stamped")
+    assert pod is not None
+    assert pod["metadata"]["annotations"] == {"example.com/zone": "zone-e2e"}, pod["metadata"]
+    assert kit.wait_event("stamped", "Scheduled")["message"].endswith(f"to {node}")
+    wait_for(
+        lambda: (
+            sched.metric(
+                "scheduler_framework_extension_point_duration_seconds_count",
+                {"extension_point": "Bind", "status": "Success"},
+            )
+            == 1
+        ),
+        15,
+        "the plugin's binding in the metrics",
+    )
+    # Another namespace: ZoneStamp skips the pod, DefaultBinder binds it, unstamped.
+    other = f"{kit.ns}-other"
+    kit.core.create_namespace({"metadata": {"name": other}})
+    try:
+        body = pod_manifest("plain", scheduler=name, node_selector=kit.selector)
+        kit.core.create_namespaced_pod(other, body)
+
+        def bound() -> Any:
+            return kit.core.read_namespaced_pod("plain", other).spec.node_name
+
+        wait_for(bound, 30, "the other namespace's pod bound by DefaultBinder")
+        plain = kit.core.read_namespaced_pod("plain", other)
+        assert plain.spec.node_name == node and not plain.metadata.annotations
+    finally:
+        kit.core.delete_namespace(other)

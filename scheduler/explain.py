@@ -528,6 +528,13 @@ def _score(
             "run them: they may hold the pod on its node (waiting, e.g. for the rest of its "
             "group) or reject it"
         )
+    binding = [p.name for p in core.framework.pre_bind_plugins + core.framework.bind_plugins]
+    if binding:
+        out.notes.append(
+            f"PreBind/Bind plugin(s) {', '.join(dict.fromkeys(binding))} run in the binding; "
+            "explain does not run them: they may fail the binding (the pod is then retried), "
+            "and a Bind plugin may bind the pod itself instead of DefaultBinder"
+        )
 
 
 def _preemption(

@@ -530,6 +530,14 @@ class _Seats:
         _Seats.calls += 1
         raise AssertionError("explain ran Permit")
 
+    def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Any:
+        _Seats.calls += 1
+        raise AssertionError("explain ran PreBind")
+
+    def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Any:
+        _Seats.calls += 1
+        raise AssertionError("explain ran Bind")
+
 
 def test_reserve_and_permit_plugins_are_named_not_run(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
@@ -543,13 +551,25 @@ def test_reserve_and_permit_plugins_are_named_not_run(monkeypatch: pytest.Monkey
     config = parse_config(
         {
             "pluginModules": {"Seats": "seats_plugin:Seats"},
-            "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Seats"}]}}}],
+            "profiles": [
+                {
+                    "plugins": {
+                        "multiPoint": {"enabled": [{"name": "Seats"}]},
+                        "bind": {
+                            "disabled": [{"name": "DefaultBinder"}],
+                            "enabled": [{"name": "Seats"}, {"name": "DefaultBinder"}],
+                        },
+                    }
+                }
+            ],
         },
         "sched.yaml",
     )
+    assert config.bind == ("Seats", "DefaultBinder")
     c = Cluster(node("n1").obj(), make_pod("p").req(cpu="1").obj())
     e = c.explain("default/p", config)
     assert e.would_pick == ["n1"]
     assert any(n.startswith("Reserve plugin(s) Seats decide once the node") for n in e.notes)
     assert any(n.startswith("Permit plugin(s) Seats decide after Reserve") for n in e.notes)
+    assert any(n.startswith("PreBind/Bind plugin(s) Seats run in the binding") for n in e.notes)
     assert _Seats.calls == 0

@@ -317,6 +317,7 @@ class SchedulerCore:
         self.queue.hints = dict(self.framework.hints)
         if self.framework.pre_enqueue_plugins:
             self.queue.pre_enqueue = self.framework.run_pre_enqueue
+            self.queue.pre_enqueue_gated = self.framework.run_pre_enqueue
         self.evaluator.fast_dry_run = self.vectorized
         self.next_start_node_index = 0
         # Which cycles record plugin durations: its own generator, so that metrics never

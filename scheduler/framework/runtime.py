@@ -344,10 +344,24 @@ class Framework:
             p.post_bind(state, pod, node_name)
 
     # ------------------------------------------------------------------ preenqueue
-    def run_pre_enqueue(self, pod: PodInfo) -> Status | None:
+    def run_pre_enqueue(self, pod: PodInfo, gating: str = "") -> Status | None:
         """Upstream's ``runPreEnqueuePlugins``: None when every PreEnqueue plugin lets the
-        pod in, else the first one's status (naming that plugin) that keeps it out."""
+        pod in, else the first one's status (naming that plugin) that keeps it out.
+        ``gating``: the plugin that kept the pod out last time, run first (as upstream's
+        runPreEnqueuePluginsForPod): while it still says no, it stays the gating plugin,
+        whose hints may let the pod in, even if a plugin before it now says no too."""
+        if gating:
+            for p in self.pre_enqueue_plugins:
+                if p.name == gating:
+                    st = p.pre_enqueue(pod)
+                    if not st.is_success():
+                        return st.with_plugin(p.name)
+                    break
+            else:
+                gating = ""  # not a PreEnqueue plugin of this profile (any more)
         for p in self.pre_enqueue_plugins:
+            if p.name == gating:
+                continue
             st = p.pre_enqueue(pod)
             if not st.is_success():
                 return st.with_plugin(p.name)

@@ -161,6 +161,9 @@ class PriorityQueue:
         # rejects the pod (naming it), or None. A rejected pod waits in the gated set until
         # an update, or an event that plugin's hints accept, lets it pass.
         self.pre_enqueue: Callable[[PodInfo], Rejection | None] | None = None
+        # The same checks with the plugin that gated the pod last run first (upstream's
+        # runPreEnqueuePluginsForPod), for a gated pod checked again; None: ``pre_enqueue``.
+        self.pre_enqueue_gated: Callable[[PodInfo, str], Rejection | None] | None = None
         self.nominator = Nominator()
         # Upstream's SchedulerPopFromBackoffQ (beta, on by default since 1.33): when activeQ
         # is empty, pop takes the next pod of backoffQ without waiting for its backoff to
@@ -237,8 +240,13 @@ class PriorityQueue:
     def _release_if_ungated(self, qpi: QueuedPodInfo, event: str) -> bool:
         """Run PreEnqueue again for a gated pod: if every plugin lets it in (True), to
         backoffQ while its last failure's backoff runs (a pod gated on its way there), else
-        activeQ; otherwise it stays gated, remembering the plugin that keeps it out now."""
-        st = self.gated_by(qpi.pod)
+        activeQ; otherwise it stays gated, remembering the plugin that keeps it out now
+        (the one that gated it before is asked first)."""
+        gating = next(iter(qpi.unschedulable_plugins), "")
+        if gating and self.pre_enqueue_gated is not None:
+            st = self.pre_enqueue_gated(qpi.pod, gating)
+        else:
+            st = self.gated_by(qpi.pod)
         if st is not None:
             self._remember_gate(qpi, st)
             return False

@@ -986,3 +986,22 @@ def test_on_ready_fires_when_a_rejected_pod_enters_backoff(clock: FakeClock) -> 
     q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n9").label("disk", "ssd").record())
     fail(q, qpi, names.NODE_AFFINITY)  # type: ignore[arg-type]
     assert woken, "the scheduling loop must wake to pop it"
+
+
+def test_a_gated_pod_is_checked_by_its_gating_plugin_first(clock: FakeClock) -> None:
+    """The queue hands the plugin that gated the pod to the checks (upstream runs it first):
+    on its hint's event the pod stays gated by it while it says no."""
+    seen: list[str] = []
+
+    def first(p: PodInfo, gating: str) -> Status | None:
+        seen.append(gating)
+        return Status.unresolvable("still no", plugin=gating)
+
+    hints = {**HINTS, "Quota": [EventRegistration(ClusterEvent("Node", "Add"))]}
+    q = Checked(PriorityQueue(clock, hints=hints))
+    q.q.pre_enqueue = lambda p: Status.unresolvable("no", plugin="Quota")
+    q.q.pre_enqueue_gated = first
+    q.add(pod("a"))
+    assert seen == [] and q.get("default/a").unschedulable_plugins == {"Quota"}
+    q.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"), None, None)
+    assert seen == ["Quota"] and q.where("default/a") == GATED_Q

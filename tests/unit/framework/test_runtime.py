@@ -426,3 +426,45 @@ def test_build_wires_plugins_by_extension_point() -> None:
     assert [w.plugin.name for w in fw.score_plugins] == ["S"]
     assert list(fw.hints) == ["F1"]
     assert fw.plugin_names == ["F1", "P", "S"]
+
+
+class _Gate:
+    """A PreEnqueue plugin that says no while its name is in ``closed``."""
+
+    def __init__(self, name: str, closed: set[str], calls: list[str]) -> None:
+        self.name = name
+        self.closed = closed
+        self.calls = calls
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        self.calls.append(self.name)
+        if self.name in self.closed:
+            return Status.unresolvable(f"{self.name} says no")
+        return Status()
+
+
+def test_pre_enqueue_asks_the_plugin_that_gated_the_pod_first() -> None:
+    """Upstream's runPreEnqueuePluginsForPod: the gating plugin runs first; while it still
+    says no it stays the gating plugin (its hints may let the pod in), although a plugin
+    before it now says no too; once it says yes, the others run in order."""
+    closed = {"B"}
+    calls: list[str] = []
+    fw = Framework.build(
+        "p", [_Gate("A", closed, calls), _Gate("B", closed, calls)], score_weights={}
+    )
+    pod = make_pod("p").info()
+    st = fw.run_pre_enqueue(pod)
+    assert st is not None and st.plugin == "B" and calls == ["A", "B"]
+    closed.add("A")
+    calls.clear()
+    st = fw.run_pre_enqueue(pod, "B")
+    assert st is not None and st.plugin == "B" and calls == ["B"]
+    closed.discard("B")
+    calls.clear()
+    st = fw.run_pre_enqueue(pod, "B")
+    assert st is not None and st.plugin == "A" and calls == ["B", "A"]
+    closed.clear()
+    calls.clear()
+    assert fw.run_pre_enqueue(pod, "A") is None and calls == ["A", "B"]
+    calls.clear()
+    assert fw.run_pre_enqueue(pod, "Gone") is None and calls == ["A", "B"]

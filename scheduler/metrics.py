@@ -156,6 +156,14 @@ class Metrics:
             buckets=_EXT_BUCKETS,
             registry=r,
         )
+        self.inflight_events = Gauge(
+            "scheduler_inflight_events",
+            "Number of events kept in the scheduling queue for pods in flight, by event "
+            "(PodPopped: the pods in flight).",
+            ["event"],
+            registry=r,
+        )
+        self._inflight_seen: set[str] = set()
         self.goroutines = Gauge(
             "scheduler_goroutines",
             "Number of running tasks split by the work they do (binding: a pod's binding "
@@ -216,6 +224,14 @@ class Metrics:
 
     def permit_wait(self, result: str, seconds: float) -> None:
         self.child(self.permit_wait_seconds, result).observe(seconds)
+
+    def set_inflight_events(self, per_event: Mapping[str, int]) -> None:
+        """Events kept for pods in flight, by event; events no longer kept read 0."""
+        for event in self._inflight_seen - set(per_event):
+            self.inflight_events.labels(event).set(0)
+        for event, n in per_event.items():
+            self.inflight_events.labels(event).set(n)
+        self._inflight_seen = set(per_event)
 
     def set_unschedulable(self, per_plugin: Mapping[str, int]) -> None:
         """Pods waiting in the unschedulable map, by the plugin that rejected them."""

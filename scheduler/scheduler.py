@@ -182,6 +182,7 @@ class Scheduler:
             if q != "in_flight":
                 self.metrics.pending_pods.labels(q).set(n)
         self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin())
+        self.metrics.set_inflight_events(self.core.queue.in_flight_events())
         cache = self.core.cache
         self.metrics.cache_pods.set(cache.pod_count())
         size = self.metrics.cache_size

@@ -114,6 +114,7 @@ def test_metrics_count_attempts_and_bindings(
         'scheduler_event_handling_duration_seconds_count{event="UnscheduledPodAdd"}',
         'scheduler_event_handling_duration_seconds_count{event="AssignedPodAdd"}',
         'scheduler_goroutines{operation="binding"}',
+        'scheduler_inflight_events{event="PodPopped"}',
         "py_scheduler_leader",
     ):
         assert name in text, name

@@ -597,6 +597,15 @@ class PriorityQueue:
             GATED_Q: [q.pod for q in self._gated.values()],
         }
 
+    def in_flight_events(self) -> dict[str, int]:
+        """The cluster events kept for pods in flight (their failure may need them), by
+        event name, and ``PodPopped``: the pods in flight (upstream's
+        scheduler_inflight_events)."""
+        counts: dict[str, int] = {"PodPopped": len(self._in_flight)}
+        for _, event, _, _ in self._in_flight_events:
+            counts[event.name] = counts.get(event.name, 0) + 1
+        return counts
+
     def unschedulable_by_plugin(self) -> dict[str, int]:
         """Pods of the unschedulable map per rejecting plugin (a pod counts for each). O(u)."""
         out: dict[str, int] = {}

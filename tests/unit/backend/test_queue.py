@@ -1005,3 +1005,23 @@ def test_a_gated_pod_is_checked_by_its_gating_plugin_first(clock: FakeClock) -> 
     assert seen == [] and q.get("default/a").unschedulable_plugins == {"Quota"}
     q.move_all_to_active_or_backoff(ClusterEvent("Node", "Add"), None, None)
     assert seen == ["Quota"] and q.where("default/a") == GATED_Q
+
+
+def test_in_flight_events_are_counted_by_event_until_their_pods_land(clock: FakeClock) -> None:
+    """Upstream's scheduler_inflight_events: the events kept for pods in flight (a failure
+    checks them against its hints), by event, and PodPopped, the pods in flight."""
+    q = Checked(PriorityQueue(clock, hints=HINTS))
+    assert q.in_flight_events() == {"PodPopped": 0}
+    q.move_all_to_active_or_backoff(NODE_ADD, None, None)  # nobody in flight: not kept
+    q.add(pod("a"))
+    q.add(pod("b"))
+    qa = pop(q, "default/a")
+    q.move_all_to_active_or_backoff(NODE_ADD, None, None)
+    q.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Delete"), None, None)
+    qb = pop(q, "default/b")
+    q.move_all_to_active_or_backoff(NODE_ADD, None, None)
+    assert q.in_flight_events() == {"PodPopped": 2, "NodeAdd": 2, "AssignedPodDelete": 1}
+    q.done(qa.pod.key)  # b popped later: only the event after its pop is kept for it
+    assert q.in_flight_events() == {"PodPopped": 1, "NodeAdd": 1}
+    q.done(qb.pod.key)
+    assert q.in_flight_events() == {"PodPopped": 0}

@@ -603,6 +603,8 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
         assert sample(handled, event="UnscheduledPodAdd") == 13
         assert sample(handled, event="AssignedPodAdd") == 1  # p0's binding seen by the watch
         assert sample("scheduler_goroutines", operation="binding") == 0  # all 12 done
+        popped = reg.get_sample_value("scheduler_inflight_events", {"event": "PodPopped"})
+        assert popped == 0.0  # set (None if not), and nobody in flight
         sampled = [
             s
             for m in reg.collect()

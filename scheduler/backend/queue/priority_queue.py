@@ -252,7 +252,11 @@ class PriorityQueue:
             return False
         self._detach(qpi.pod.key)
         if self.pop_from_backoff and self.is_backing_off(qpi):
-            self._push_backoff(qpi, event)  # PreEnqueue has just passed: not run again
+            # PreEnqueue has just passed: not run again. The gating plugin counts as the
+            # pod's rejector (upstream keeps it among the UnschedulablePlugins), so even
+            # after an error the pod may be popped early, as a rejected one.
+            qpi.errored = False
+            self._push_backoff(qpi, event)
         else:
             qpi.unschedulable_plugins = set()
             self._push_active(qpi, event)

@@ -819,7 +819,8 @@ def test_a_pod_gated_on_its_way_to_backoff_and_let_in_waits_out_its_backoff(
     clock: FakeClock,
 ) -> None:
     """Released while the backoff of its failure runs, a pod goes to backoffQ (upstream
-    requeues it by its backoff, as any pod coming back), not straight to activeQ."""
+    requeues it by its backoff, as any pod coming back), not straight to activeQ; the
+    plugin that gated it counts as its rejector there, so pop may take it early."""
     allowed: set[str] = {"default"}
     q = Checked(PriorityQueue(clock, hints=HINTS))
     q.q.pre_enqueue = lambda p: _quota(p, allowed)
@@ -832,9 +833,25 @@ def test_a_pod_gated_on_its_way_to_backoff_and_let_in_waits_out_its_backoff(
     allowed.add("default")
     q.update(pod("a"))  # an update runs PreEnqueue again for a gated pod
     assert q.where("default/a") == BACKOFF_Q
-    assert q.pop() is None  # an errored pod is not popped early
+    q.q.pop_from_backoff = False  # the backoff itself: waited out
+    assert q.pop() is None
     clock.step(11)
     assert q.flush_backoff_completed() == 1 and q.where("default/a") == ACTIVE_Q
+
+
+def test_a_pod_gated_after_an_error_and_let_in_may_be_popped_early(clock: FakeClock) -> None:
+    allowed: set[str] = {"default"}
+    q = Checked(PriorityQueue(clock, hints=HINTS))
+    q.q.pre_enqueue = lambda p: _quota(p, allowed)
+    q.add(pod("a"))
+    qa = pop(q, "default/a")
+    qa.errored = True
+    allowed.clear()
+    q.add_unschedulable_if_not_present(qa)
+    allowed.add("default")
+    q.update(pod("a"))
+    assert q.where("default/a") == BACKOFF_Q
+    assert pop(q, "default/a").attempts == 2  # activeQ is empty: taken from backoffQ
 
 
 def test_the_left_over_flush_runs_pre_enqueue_again_for_pods_gated_that_long(

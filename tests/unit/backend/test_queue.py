@@ -815,12 +815,9 @@ def test_pre_enqueue_runs_as_a_pod_enters_backoff_not_as_it_leaves(
         assert [q.where(f"default/{n}") for n in ("a", "b", "c")] == [GATED_Q] * 3
 
 
-def test_a_pod_gated_on_its_way_to_backoff_and_let_in_waits_out_its_backoff(
-    clock: FakeClock,
-) -> None:
-    """Released while the backoff of its failure runs, a pod goes to backoffQ (upstream
-    requeues it by its backoff, as any pod coming back), not straight to activeQ; the
-    plugin that gated it counts as its rejector there, so pop may take it early."""
+def _gated_after_an_error_then_let_in(clock: FakeClock) -> Checked:
+    """Pod "a" errs, a PreEnqueue plugin keeps it out on its way to backoffQ (gated), then
+    an update of the pod finds the plugin letting it in."""
     allowed: set[str] = {"default"}
     q = Checked(PriorityQueue(clock, hints=HINTS))
     q.q.pre_enqueue = lambda p: _quota(p, allowed)
@@ -832,6 +829,16 @@ def test_a_pod_gated_on_its_way_to_backoff_and_let_in_waits_out_its_backoff(
     assert q.where("default/a") == GATED_Q
     allowed.add("default")
     q.update(pod("a"))  # an update runs PreEnqueue again for a gated pod
+    return q
+
+
+def test_a_pod_gated_on_its_way_to_backoff_and_let_in_waits_out_its_backoff(
+    clock: FakeClock,
+) -> None:
+    """Released while the backoff of its failure runs, a pod goes to backoffQ (upstream
+    requeues it by its backoff, as any pod coming back), not straight to activeQ; the
+    plugin that gated it counts as its rejector there, so pop may take it early."""
+    q = _gated_after_an_error_then_let_in(clock)
     assert q.where("default/a") == BACKOFF_Q
     q.q.pop_from_backoff = False  # the backoff itself: waited out
     assert q.pop() is None
@@ -840,16 +847,7 @@ def test_a_pod_gated_on_its_way_to_backoff_and_let_in_waits_out_its_backoff(
 
 
 def test_a_pod_gated_after_an_error_and_let_in_may_be_popped_early(clock: FakeClock) -> None:
-    allowed: set[str] = {"default"}
-    q = Checked(PriorityQueue(clock, hints=HINTS))
-    q.q.pre_enqueue = lambda p: _quota(p, allowed)
-    q.add(pod("a"))
-    qa = pop(q, "default/a")
-    qa.errored = True
-    allowed.clear()
-    q.add_unschedulable_if_not_present(qa)
-    allowed.add("default")
-    q.update(pod("a"))
+    q = _gated_after_an_error_then_let_in(clock)
     assert q.where("default/a") == BACKOFF_Q
     assert pop(q, "default/a").attempts == 2  # activeQ is empty: taken from backoffQ
 

@@ -67,6 +67,9 @@ POST_FILTER_PLUGINS = ("DefaultPreemption",)
 PRE_ENQUEUE_PLUGINS = ("SchedulingGates",)
 # Plugins with no effect here but accepted so upstream configs load (their names only).
 ACCEPTED_NOOP = ("PrioritySort",)
+# The QueueSort point's in-tree plugin: the queue's own order (priority, then enqueue
+# time). An out-of-tree plugin with ``less`` may replace it (docs/plugins.md).
+QUEUE_SORT_PLUGINS = ("PrioritySort",)
 # The Bind point's in-tree plugin: the Binding API call (scheduler/kube/binder.py). Out-of-tree
 # Bind plugins placed before it may bind a pod themselves (docs/plugins.md).
 BIND_PLUGINS = ("DefaultBinder",)
@@ -144,6 +147,8 @@ class SchedulerConfig:
     # In order; "DefaultBinder" is the Binding API call (upstream's DefaultBinder).
     bind: tuple[str, ...] = BIND_PLUGINS
     post_bind: tuple[str, ...] = ()
+    # The one QueueSort plugin: "PrioritySort" (the queue's own order) or an out-of-tree one.
+    queue_sort: str = QUEUE_SORT_PLUGINS[0]
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
     fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
@@ -245,7 +250,7 @@ def _plugin_set(
     for i, e in enumerate(ps.get("enabled") or ()):
         em = r.mapping(e, f"{path}.enabled[{i}]", {"name", "weight"})
         name = r.string(em.get("name"), f"{path}.enabled[{i}].name")
-        if name in ACCEPTED_NOOP:
+        if name in ACCEPTED_NOOP and name not in known:
             continue
         if name not in known:
             raise r.fail(f"{path}.enabled[{i}].name", f"unknown or unsupported plugin {name!r}")
@@ -392,6 +397,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         "postBind": (),
     }
     bind: tuple[str, ...] = BIND_PLUGINS
+    queue_sort: tuple[str, ...] = QUEUE_SORT_PLUGINS
+    named_sorters: set[str] = set()  # enabled at queueSort itself: must implement less
     weights = dict(DEFAULT_SCORE_WEIGHTS)
     if profiles is not None:
         if not isinstance(profiles, list) or len(profiles) != 1:
@@ -423,8 +430,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                 r,
                 plugins["multiPoint"],
                 "profiles[0].plugins.multiPoint",
-                ALL_PLUGINS + BIND_PLUGINS,
-                ALL_PLUGINS + BIND_PLUGINS + ext,
+                ALL_PLUGINS + BIND_PLUGINS + QUEUE_SORT_PLUGINS,
+                ALL_PLUGINS + BIND_PLUGINS + QUEUE_SORT_PLUGINS + ext,
             )
             # An out-of-tree plugin enabled at multiPoint joins every point (the framework
             # wires it where it implements one).
@@ -437,6 +444,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             # As upstream, DefaultBinder stays first: a Bind plugin enabled at multiPoint
             # binds nothing unless DefaultBinder is disabled.
             bind = tuple(n for n in bind if n in mp) + extra
+            # As upstream, a QueueSort plugin enabled at multiPoint sorts nothing unless
+            # PrioritySort is disabled: two are refused below.
+            queue_sort = tuple(n for n in queue_sort if n in mp) + extra
             weights.update(mp_weights)
         for point in ("preFilter", "filter"):
             if point in plugins:
@@ -473,7 +483,12 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             path = "profiles[0].plugins.bind"
             bind, _ = _plugin_set(r, plugins["bind"], path, bind, BIND_PLUGINS + ext)
         if "queueSort" in plugins:
-            _plugin_set(r, plugins["queueSort"], "profiles[0].plugins.queueSort", (), ())
+            path = "profiles[0].plugins.queueSort"
+            before = set(queue_sort)
+            queue_sort, _ = _plugin_set(
+                r, plugins["queueSort"], path, queue_sort, QUEUE_SORT_PLUGINS + ext
+            )
+            named_sorters = set(queue_sort) - before
         for i, pc in enumerate(prof.get("pluginConfig") or ()):
             path = f"profiles[0].pluginConfig[{i}]"
             pcm = r.mapping(pc, path, {"name", "args"})
@@ -501,11 +516,13 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             *binding["preBind"],
             *bind,
             *binding["postBind"],
+            *queue_sort,
         )
         if n in external
     )
     out_of_tree = []
     binders = [n for n in bind if n in BIND_PLUGINS]
+    sorters = [n for n in queue_sort if n in QUEUE_SORT_PLUGINS]
     for name in enabled:
         args = external_args.get(name, {})
         try:
@@ -524,6 +541,22 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         out_of_tree.append((name, external[name], args))
         if name in bind and callable(getattr(plugin, "bind", None)):
             binders.append(name)
+        if name in queue_sort and callable(getattr(plugin, "less", None)):
+            sorters.append(name)
+        elif name in named_sorters:
+            raise r.fail("profiles[0].plugins.queueSort", f"plugin {name} does not implement less")
+    if len(sorters) != 1:
+        # Upstream: "only one queue sort plugin required for profile"; both cases named.
+        got = ", ".join(sorters) if sorters else "none"
+        hint = (
+            "disable PrioritySort (at multiPoint or queueSort) to order the queue by another"
+            if len(sorters) > 1
+            else "enable PrioritySort or a plugin that implements less"
+        )
+        raise r.fail(
+            "profiles[0].plugins.queueSort",
+            f"exactly one queue sort plugin is needed, got {len(sorters)} ({got}): {hint}",
+        )
     if not binders:
         raise r.fail(
             "profiles[0].plugins",
@@ -540,6 +573,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         pre_bind=binding["preBind"],
         bind=bind,
         post_bind=binding["postBind"],
+        queue_sort=sorters[0],
         score_weights=weights,
         out_of_tree=tuple(out_of_tree),
     )

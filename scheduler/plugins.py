@@ -9,6 +9,8 @@ takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods
 snapshot's nodes and the live scheduler's API client), with a ``name`` and any of the
 extension points below; the framework calls each on the scheduler's single thread.
 
+- ``less(a, b) -> bool`` (QueueSort: whether queued pod ``a``, a ``QueuedPodInfo``, goes
+  before ``b``; one per profile, in place of PrioritySort)
 - ``pre_enqueue(pod) -> Status`` (anything but SUCCESS keeps the pod out of the queue)
 - ``pre_filter(state, pod, snapshot) -> (PreFilterResult | None, Status)``
 - ``filter(state, pod, node_info) -> Status``
@@ -38,6 +40,7 @@ pod, and again after its binding.
 
 from __future__ import annotations
 
+from scheduler.backend.queue.priority_queue import QueuedPodInfo
 from scheduler.errors import ApiCallError
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -80,6 +83,7 @@ __all__ = [
     "PodInfo",
     "PostFilterResult",
     "PreFilterResult",
+    "QueuedPodInfo",
     "QueueingHint",
     "Status",
     "WaitingPod",

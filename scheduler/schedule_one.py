@@ -315,6 +315,8 @@ class SchedulerCore:
             api_client=self.api_client,
         )
         self.queue.hints = dict(self.framework.hints)
+        if self.framework.queue_sort is not None:
+            self.queue.set_less(self.framework.queue_sort.less)
         if self.framework.pre_enqueue_plugins:
             self.queue.pre_enqueue = self.framework.run_pre_enqueue
             self.queue.pre_enqueue_gated = self.framework.run_pre_enqueue

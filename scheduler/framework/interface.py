@@ -23,6 +23,7 @@ from scheduler.types import NodeInfo, PodInfo, Resource
 
 if TYPE_CHECKING:
     from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
+    from scheduler.backend.queue.priority_queue import QueuedPodInfo
 
 __all__ = [
     "SUCCESS",
@@ -43,6 +44,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "QueueSortPlugin",
     "QueueingHint",
     "ScorePlugin",
     "Status",
@@ -251,6 +253,16 @@ class BindPlugin(Plugin, Protocol):
     runs). ``bind`` may be a coroutine function, awaited in the pod's binding task."""
 
     def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+@runtime_checkable
+class QueueSortPlugin(Plugin, Protocol):
+    """Upstream's QueueSortPlugin: the order of the active queue (and, within a second of
+    backoff expiry, of backoffQ). ``less(a, b)``: whether ``a`` goes before ``b``; a strict
+    weak order that stays the same while the pods wait. One per profile (PrioritySort by
+    default, which the queue implements itself)."""
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
 
 
 @runtime_checkable

@@ -21,7 +21,8 @@ What it owns:
   ``async def bind``, the two points that may be coroutine functions) an Error status that
   fails the attempt or the binding (Unreserve runs). An exception in
   Unreserve or PostBind, which return nothing and cannot fail a pod, is logged
-  (``plugin_raised``) and the remaining plugins still run.
+  (``plugin_raised``) and the remaining plugins still run. An exception in QueueSort's
+  ``less`` orders that pair as PrioritySort would (the first one is logged).
 
 The public names a plugin author imports live in ``scheduler.plugins`` (docs/plugins.md).
 """
@@ -48,6 +49,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "py_scheduler.plugins"
 # The extension points a plugin may implement (method names), in the framework's order.
 _POINTS = (
+    "less",
     "pre_enqueue",
     "pre_filter",
     "filter",
@@ -158,6 +160,7 @@ def instantiate(cls: type, args: Mapping[str, Any], handle: object = None) -> ob
 
 def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[..., Any]:
     label = {
+        "less": "QueueSort",
         "pre_enqueue": "PreEnqueue",
         "pre_filter": "PreFilter",
         "filter": "Filter",
@@ -197,6 +200,8 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
                 return error(e), 0.0
 
         return call_permit
+    if point == "less":
+        return _guarded_less(name, method)
     if point in _NOTIFY_POINTS:
 
         def call_notify(*args: Any) -> None:
@@ -241,6 +246,35 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
             raise PluginRaised(name, label, e) from e
 
     return call_value
+
+
+def _guarded_less(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """A QueueSort ``less`` that cannot stop the queue: if it raises, the pair is ordered as
+    PrioritySort would order it (higher priority first, then the earlier timestamp), and
+    the first such exception is logged (a comparison runs many times per queued pod)."""
+    logged = False
+
+    def call_less(a: Any, b: Any) -> bool:
+        nonlocal logged
+        try:
+            return bool(method(a, b))
+        except Exception as e:
+            if not logged:
+                logged = True
+                import structlog  # here: only a raising plugin needs it
+
+                structlog.get_logger("scheduler.plugins").warning(
+                    "plugin_raised",
+                    plugin=name,
+                    extension_point="QueueSort",
+                    pod=getattr(getattr(a, "pod", None), "key", None),
+                    error=f"{type(e).__name__}: {e}",
+                    note="pairs it cannot order go by priority, then timestamp; "
+                    "further exceptions of this plugin's less are not logged",
+                )
+            return bool((-a.pod.priority, a.timestamp) < (-b.pod.priority, b.timestamp))
+
+    return call_less
 
 
 def _every_event() -> list[EventRegistration]:

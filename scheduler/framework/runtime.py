@@ -53,11 +53,12 @@ from scheduler.framework.interface import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
     Status,
 )
-from scheduler.framework.plugins.names import DEFAULT_BINDER
+from scheduler.framework.plugins.names import DEFAULT_BINDER, PRIORITY_SORT
 from scheduler.framework.waiting_pods import PodInPreBind, WaitingPods
 from scheduler.types import NodeInfo, PodInfo
 
@@ -113,6 +114,9 @@ class Framework:
     bind_plugins: list[BindPlugin] = field(default_factory=list)
     default_binder: bool = True
     post_bind_plugins: list[PostBindPlugin] = field(default_factory=list)
+    # The QueueSort plugin's order for the scheduling queue; None: PrioritySort's, which
+    # the queue implements itself.
+    queue_sort: QueueSortPlugin | None = None
     nominator: Nominator | None = None
     hints: dict[str, list[EventRegistration]] = field(default_factory=dict)
     waiting_pods: WaitingPods = field(default_factory=WaitingPods)
@@ -142,6 +146,7 @@ class Framework:
         pre_bind: Sequence[str] | None = None,
         bind: Sequence[str] | None = None,
         post_bind: Sequence[str] | None = None,
+        queue_sort: str = PRIORITY_SORT,
         nominator: Nominator | None = None,
         waiting_pods: WaitingPods | None = None,
     ) -> Framework:
@@ -151,7 +156,8 @@ class Framework:
         Permit, PreBind and PostBind plugins run in the order their list names them.
         ``bind`` names the Bind plugins in order, ``DefaultBinder`` among them (None: every
         Bind plugin, then DefaultBinder); those after DefaultBinder never run (it binds
-        every pod that reaches it), as upstream.
+        every pod that reaches it), as upstream. ``queue_sort`` names the QueueSort plugin
+        (PrioritySort: the queue's own order).
         ``waiting_pods``: the map the plugins' FrameworkHandle reads (a new one if None)."""
         fw = cls(profile_name, nominator=nominator)
         if waiting_pods is not None:
@@ -176,6 +182,8 @@ class Framework:
                 binding[name] = p
             if isinstance(p, PostBindPlugin) and (post_bind is None or name in post_bind):
                 post_binding[name] = p
+            if isinstance(p, QueueSortPlugin) and name == queue_sort != PRIORITY_SORT:
+                fw.queue_sort = p
             if isinstance(p, PreFilterPlugin) and (filters is None or name in filters):
                 fw.pre_filter_plugins.append(p)
             if isinstance(p, FilterPlugin) and (filters is None or name in filters):
@@ -192,6 +200,10 @@ class Framework:
                     fw.score_plugins.append(_Weighted(p, weight))
             if isinstance(p, EnqueueExtensions):
                 fw.hints[name] = list(p.events_to_register())
+        if queue_sort != PRIORITY_SORT and fw.queue_sort is None:
+            raise ValueError(
+                f"no plugin {queue_sort!r} with a QueueSort ``less`` to order the queue"
+            )
         fw.pre_enqueue_plugins = _in_order(enqueue, pre_enqueue)
         fw.reserve_plugins = _in_order(reserving, reserve)
         fw.permit_plugins = _in_order(permitting, permit)

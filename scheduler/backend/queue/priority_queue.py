@@ -1,7 +1,9 @@
 """PriorityQueue: the pods waiting to be scheduled, in three sub-queues as upstream's.
 
 - activeQ: pods ready for a scheduling attempt, highest priority first, then earliest
-  enqueue time (then insertion order), a SortedList of frozen keys.
+  enqueue time (then insertion order), a SortedList of frozen keys (upstream's
+  PrioritySort); or in the order of a QueueSort plugin's ``less`` (``set_less``), with
+  insertion order between pods it does not tell apart.
 - backoffQ: pods that failed recently and wait out their backoff, ordered by backoff
   expiry. As upstream's: the backoff doubles from 1s to at most 10s (by default) with the
   count of the pod's rejections, or of its consecutive errors when its last attempt ended
@@ -102,9 +104,9 @@ class QueuedPodInfo:
     # The last attempt failed with an error (not a rejection): retry after backoff.
     errored: bool = False
     seq: int = 0
-    _active_key: tuple[int, float, int, str] | None = None
+    _active_key: tuple[Any, ...] | None = None
     _backoff_key: tuple[float, int, str] | None = None
-    _poppable_key: tuple[float, int, float, int, str] | None = None
+    _poppable_key: tuple[Any, ...] | None = None
     _in_flight_since: int = 0
     _updated_in_flight: bool = False
     _deleted_in_flight: bool = False  # deleted during its cycle: its failure is dropped
@@ -117,6 +119,33 @@ class QueuedPodInfo:
 
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
+
+# A QueueSort plugin's order: whether the first pod goes before the second.
+Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+
+
+class _Ordered:
+    """A pod's place in activeQ (and within a window of backoffQ) under a QueueSort
+    plugin's ``less``: before another pod if ``less`` says so, after it if ``less`` says
+    the opposite, else by insertion order (a total order, which a sorted list needs).
+    Equal only to itself."""
+
+    __slots__ = ("less", "qpi")
+
+    def __init__(self, qpi: QueuedPodInfo, less: Less) -> None:
+        self.qpi = qpi
+        self.less = less
+
+    def __lt__(self, other: _Ordered) -> bool:
+        a, b = self.qpi, other.qpi
+        if self.less(a, b):
+            return True
+        if self.less(b, a):
+            return False
+        return a.seq < b.seq
+
+    def __gt__(self, other: _Ordered) -> bool:
+        return other.__lt__(self)
 
 
 class Rejection(Protocol):
@@ -165,6 +194,8 @@ class PriorityQueue:
         # runPreEnqueuePluginsForPod), for a gated pod checked again; None: ``pre_enqueue``.
         self.pre_enqueue_gated: Callable[[PodInfo, str], Rejection | None] | None = None
         self.nominator = Nominator()
+        # A QueueSort plugin's order (``set_less``); None: PrioritySort's, by plain keys.
+        self.less: Less | None = None
         # Upstream's SchedulerPopFromBackoffQ (beta, on by default since 1.33): when activeQ
         # is empty, pop takes the next pod of backoffQ without waiting for its backoff to
         # end. Only pods that a plugin rejected qualify (upstream keeps pods whose attempt
@@ -189,11 +220,37 @@ class PriorityQueue:
         if self.on_incoming is not None:
             self.on_incoming(queue, event)
 
+    def set_less(self, less: Less | None) -> None:
+        """Order activeQ (and each window of backoffQ) by a QueueSort plugin's ``less``
+        instead of PrioritySort's (None). Only while the queue is empty."""
+        if self._where:
+            raise RuntimeError("the queue's order can only be set while it is empty")
+        self.less = less
+
+    def _active_key_of(self, qpi: QueuedPodInfo) -> tuple[Any, ...]:
+        if self.less is None:
+            return (-qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
+        return (_Ordered(qpi, self.less), 0, 0, qpi.pod.key)
+
+    @staticmethod
+    def _remove(keys: SortedList, key: Any) -> None:
+        """Remove ``key`` from a sorted list. A QueueSort plugin whose ``less`` changed its
+        mind about pods already queued (it must not) can leave the list out of order,
+        where a bisection would miss the key: then it is found by a scan."""
+        try:
+            keys.remove(key)
+        except (ValueError, IndexError):
+            for i, k in enumerate(keys):
+                if k is key:
+                    del keys[i]
+                    return
+            raise
+
     def _push_active(self, qpi: QueuedPodInfo, event: str) -> None:
         if self.gate is not None and not self.gate(qpi.pod):
             self._push_unschedulable(qpi, event)
             return
-        qpi._active_key = (-qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
+        qpi._active_key = self._active_key_of(qpi)
         self._active.add(qpi._active_key)
         self._where[qpi.pod.key] = ACTIVE_Q
         self._infos[qpi.pod.key] = qpi
@@ -206,7 +263,7 @@ class PriorityQueue:
         qpi._backoff_key = (expiry, qpi.seq, qpi.pod.key)
         self._backoff.add(qpi._backoff_key)
         if _rejected(qpi):
-            qpi._poppable_key = (expiry, -qpi.pod.priority, qpi.timestamp, qpi.seq, qpi.pod.key)
+            qpi._poppable_key = (expiry, *self._active_key_of(qpi))
             self._backoff_poppable.add(qpi._poppable_key)
         self._where[qpi.pod.key] = BACKOFF_Q
         self._infos[qpi.pod.key] = qpi
@@ -270,13 +327,13 @@ class PriorityQueue:
         if where is None or qpi is None:
             return None
         if where == ACTIVE_Q:
-            self._active.remove(qpi._active_key)
+            self._remove(self._active, qpi._active_key)
             qpi._active_key = None
         elif where == BACKOFF_Q:
             self._backoff.remove(qpi._backoff_key)
             qpi._backoff_key = None
             if qpi._poppable_key is not None:
-                self._backoff_poppable.remove(qpi._poppable_key)
+                self._remove(self._backoff_poppable, qpi._poppable_key)
                 qpi._poppable_key = None
         elif where == UNSCHEDULABLE_Q:
             del self._unschedulable[key]
@@ -666,8 +723,10 @@ class PriorityQueue:
         assert set(self._infos) == set(self._where)
         for key, q in self._infos.items():
             assert q.pod.key == key
-            if seen[key] == ACTIVE_Q:
+            if seen[key] == ACTIVE_Q and self.less is None:
                 assert q._active_key == (-q.pod.priority, q.timestamp, q.seq, key), "stale key"
+            elif seen[key] == ACTIVE_Q:
+                assert q._active_key is not None and q._active_key[0].qpi is q, "stale key"
         self.nominator.check_invariants()
 
 

@@ -86,6 +86,7 @@ def build_framework(
         pre_bind=config.pre_bind,
         bind=config.bind,
         post_bind=config.post_bind,
+        queue_sort=config.queue_sort,
         nominator=nominator,
         waiting_pods=waiting,
     )

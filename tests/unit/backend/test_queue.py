@@ -1040,3 +1040,85 @@ def test_in_flight_events_are_counted_by_event_until_their_pods_land(clock: Fake
     assert q.in_flight_events() == {"PodPopped": 1, "NodeAdd": 1}
     q.done(qb.pod.key)
     assert q.in_flight_events() == {"PodPopped": 0}
+
+
+# --------------------------------------------------------------------------- QueueSort
+
+
+def _by_rank(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """A QueueSort order: the pod's ``rank`` label, lowest first, whatever the priorities;
+    pods without a rank (or of equal rank) are not told apart."""
+    return int(a.pod.labels.get("rank", 99)) < int(b.pod.labels.get("rank", 99))
+
+
+def ranked(name: str, rank: int | None, prio: int = 0) -> PodInfo:
+    b = make_pod(name).req(cpu="1").priority(prio)
+    if rank is not None:
+        b = b.label("rank", str(rank))
+    return b.info()
+
+
+def test_a_queue_sort_less_orders_active_q_and_ties_go_by_insertion(q: PriorityQueue) -> None:
+    """Upstream's QueueSortFunc: the plugin's less replaces PrioritySort (priority plays no
+    part unless less reads it); pods it does not tell apart keep their insertion order."""
+    q.set_less(_by_rank)
+    for p in (
+        ranked("high-prio", 5, prio=100),
+        ranked("none-a", None),
+        ranked("first", 1),
+        ranked("none-b", None),
+        ranked("second", 2),
+    ):
+        q.add(p)
+    order = ["first", "second", "high-prio", "none-a", "none-b"]
+    assert [p.name for p in q.pending_pods()[ACTIVE_Q]] == order
+    # An update re-sorts the pod; a deletion finds it in the plugin's order.
+    q.update(ranked("none-b", 0))
+    q.delete("default/second")
+    assert [pop(q, f"default/{n}").pod.name for n in ("none-b", "first", "high-prio", "none-a")]
+    assert q.pop() is None
+
+
+def test_a_queue_sort_less_orders_a_window_of_backoff_q(q: PriorityQueue, clock: FakeClock) -> None:
+    """Within one second of backoff expiry the plugin's order decides (upstream's backoffQ
+    orders a window with activeQ's less), here against priority."""
+    q.set_less(_by_rank)
+    clock.set(float(int(clock.now())) + 100.0)
+    late = ranked("late", 1, prio=1)
+    early = ranked("early", 2, prio=9)
+    for p in (early, late):
+        q.add(p)
+    qpis = {p.name: pop(q, p.key) for p in (late, early)}
+    q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n9").record())  # helps both
+    fail(q, qpis["late"], names.NODE_AFFINITY)
+    clock.step(0.5)
+    fail(q, qpis["early"], names.NODE_AFFINITY)  # the same window
+    pop(q, "default/late")
+    pop(q, "default/early")
+
+
+def test_a_queue_sort_that_changes_its_mind_cannot_lose_a_pod(q: PriorityQueue) -> None:
+    """A less must stay the same while pods wait; one that does not leaves activeQ out of
+    order, but every pod can still be removed and popped (none lost, none twice)."""
+    flip = {"on": False}
+
+    def fickle(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        return (a.pod.name > b.pod.name) if flip["on"] else (a.pod.name < b.pod.name)
+
+    q.set_less(fickle)
+    for i in range(40):
+        q.add(ranked(f"p{i:02d}", None))
+    flip["on"] = True
+    for i in range(0, 40, 3):
+        assert q.delete(f"default/p{i:02d}")
+    seen = []
+    while (qpi := q.pop()) is not None:
+        seen.append(qpi.pod.name)
+        q.done(qpi.pod.key)
+    assert sorted(seen) == [f"p{i:02d}" for i in range(40) if i % 3]
+
+
+def test_the_queue_order_is_set_only_while_empty(q: PriorityQueue) -> None:
+    q.add(ranked("a", 1))
+    with pytest.raises(RuntimeError, match="only be set while it is empty"):
+        q.set_less(_by_rank)

@@ -23,6 +23,7 @@ from scheduler.plugins import (
     EventRegistration,
     NodeInfo,
     PodInfo,
+    QueuedPodInfo,
     QueueingHint,
     Status,
 )
@@ -802,7 +803,12 @@ def test_bind_plugins_are_configured_in_order_with_default_binder(label_binder: 
     assert _bind_config(alone, multi=True).bind == ("LabelBinder",)
     with pytest.raises(ConfigError, match=r"plugins: at least one bind plugin is needed"):
         parse_config({"profiles": [{"plugins": {"bind": alone}}]}, "sched.yaml")
-    scratch = {"multiPoint": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeName"}]}}
+    scratch = {
+        "multiPoint": {
+            "disabled": [{"name": "*"}],
+            "enabled": [{"name": "NodeName"}, {"name": "PrioritySort"}],
+        }
+    }
     with pytest.raises(ConfigError, match="DefaultBinder is disabled"):  # as upstream refuses
         parse_config({"profiles": [{"plugins": scratch}]}, "sched.yaml")
     with pytest.raises(ConfigError, match="unknown or unsupported plugin 'NodeAffinity'"):
@@ -906,3 +912,110 @@ def test_simulate_binds_pods_itself_without_calling_bind_plugins(
     cfg = _bind_config({"disabled": [{"name": "DefaultBinder"}]}, multi=True)
     result = simulate(load_documents([str(path)]), cfg)
     assert result.placements == {"default/p": "n1"} and LabelBinder.calls == []
+
+
+class RankSort:
+    """A QueueSort plugin: the pod's ``rank`` label, lowest first, whatever the priorities
+    (pods without one last); a pod labelled ``rank=boom`` makes ``less`` raise."""
+
+    name = "RankSort"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        pass
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        ra, rb = a.pod.labels.get("rank", "99"), b.pod.labels.get("rank", "99")
+        if "boom" in (ra, rb):
+            raise RuntimeError("boom in less")
+        return int(ra) < int(rb)
+
+
+@pytest.fixture
+def rank_sort(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = types.ModuleType("ranksort_plugin")
+    mod.RankSort = RankSort  # type: ignore[attr-defined]
+    mod.LabelBinder = LabelBinder  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "ranksort_plugin", mod)
+
+
+def _sort_config(plugins: Mapping[str, Any]) -> Any:
+    modules = {"RankSort": "ranksort_plugin:RankSort", "LabelBinder": "ranksort_plugin:LabelBinder"}
+    return parse_config(
+        {"pluginModules": modules, "profiles": [{"plugins": dict(plugins)}]}, "sched.yaml"
+    )
+
+
+NO_PRIORITY_SORT = {"disabled": [{"name": "PrioritySort"}]}
+RANK_SORT = {"disabled": [{"name": "PrioritySort"}], "enabled": [{"name": "RankSort"}]}
+
+
+def test_one_queue_sort_plugin_per_profile_as_upstream(rank_sort: None) -> None:
+    """PrioritySort by default; a plugin with ``less`` replaces it once PrioritySort is
+    disabled (at queueSort or multiPoint); none, or two, are refused (upstream: "only one
+    queue sort plugin required for profile"), and so is a plugin named at queueSort
+    without ``less``."""
+    assert parse_config({}, "sched.yaml").queue_sort == "PrioritySort"
+    assert _sort_config({"queueSort": RANK_SORT}).queue_sort == "RankSort"
+    multi = {"multiPoint": {"enabled": [{"name": "RankSort"}], **NO_PRIORITY_SORT}}
+    assert _sort_config(multi).queue_sort == "RankSort"
+    both = {"multiPoint": {"enabled": [{"name": "RankSort"}]}}
+    with pytest.raises(
+        ConfigError,
+        match=r"plugins\.queueSort: exactly one queue sort plugin is needed, got 2 "
+        r"\(PrioritySort, RankSort\): disable PrioritySort",
+    ):
+        _sort_config(both)
+    with pytest.raises(ConfigError, match=r"got 0 \(none\): enable PrioritySort or a plugin"):
+        _sort_config({"queueSort": NO_PRIORITY_SORT})
+    binder = {"disabled": [{"name": "PrioritySort"}], "enabled": [{"name": "LabelBinder"}]}
+    with pytest.raises(ConfigError, match=r"queueSort: plugin LabelBinder does not implement less"):
+        _sort_config({"queueSort": binder})
+    # A plugin with less enabled at another point only does not sort the queue.
+    assert _sort_config({"preEnqueue": {"enabled": [{"name": "RankSort"}]}}).queue_sort == (
+        "PrioritySort"
+    )
+
+
+def test_a_queue_sort_plugin_orders_the_scheduling_cycles(rank_sort: None) -> None:
+    """The core schedules pods in the plugin's order, here against priority and creation
+    time; a ``less`` that raises orders that pair as PrioritySort and is logged once."""
+    cfg = _sort_config({"queueSort": RANK_SORT})
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(cfg, FakeClock(), binder, recorder, rng=random.Random(0))
+    core.on_node_add(make_node("n1").alloc(cpu="8", memory="8Gi", pods="110").record())
+    for name, rank, prio in (("c", "3", 100), ("a", "1", 0), ("b", "2", 50)):
+        core.on_pod_add(make_pod(name).req(cpu="1").label("rank", rank).priority(prio).info())
+    while core.schedule_one() is not None:
+        pass
+    assert [p.name for p, _ in binder.calls] == ["a", "b", "c"]
+    with structlog.testing.capture_logs() as logs:
+        for name, rank, prio in (("x", "boom", 0), ("y", "1", 5), ("z", "boom", 9)):
+            core.on_pod_add(make_pod(name).req(cpu="1").label("rank", rank).priority(prio).info())
+        while core.schedule_one() is not None:
+            pass
+    assert [p.name for p, _ in binder.calls[3:]] == ["z", "y", "x"]
+    raised = [e for e in logs if e["event"] == "plugin_raised"]
+    assert len(raised) == 1 and raised[0]["plugin"] == "RankSort"
+    assert raised[0]["extension_point"] == "QueueSort"
+    assert raised[0]["error"] == "RuntimeError: boom in less"
+
+
+def test_simulate_orders_its_queue_with_the_queue_sort_plugin(
+    rank_sort: None, tmp_path: Any
+) -> None:
+    import yaml
+
+    from scheduler.decode import load_documents
+    from scheduler.simulate import simulate
+
+    path = tmp_path / "cluster.yaml"
+    objs = [
+        make_node("n1").alloc(cpu="1", memory="8Gi", pods="110").obj(),
+        make_pod("early").req(cpu="1").label("rank", "2").created(100).obj(),
+        make_pod("late").req(cpu="1").label("rank", "1").created(200).obj(),
+    ]
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    plain = simulate(load_documents([str(path)]), parse_config({}, "sched.yaml"))
+    assert plain.placements == {"default/early": "n1", "default/late": None}
+    ranked = simulate(load_documents([str(path)]), _sort_config({"queueSort": RANK_SORT}))
+    assert ranked.placements == {"default/early": None, "default/late": "n1"}

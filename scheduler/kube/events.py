@@ -6,8 +6,13 @@
   condition message and nomination are what we last wrote.
 - ``rejected``: a FailedScheduling event for a pending pod of ours we cannot read.
 
-Events are core/v1 Events with simple de-duplication (same object, reason and message: the
-count goes up with a PATCH), sent through their own client so that they never eat the
+Events are core/v1 Events, counted as kube-scheduler's event broadcaster
+(client-go ``tools/events``) counts an event series: the first occurrence of an event (same
+object, type, reason and message) is created; the second makes it a series and is written
+at once (count 2); later ones only count up here, and the count is written when the series
+ends (no occurrence for 6 minutes, checked every 6 minutes) and every 30 minutes while it
+goes on. A pod retried a hundred times while a burst of cluster events passes costs two
+event calls, not a hundred. They go through their own client so that they never eat the
 Bindings' rate budget (as kube-scheduler's event broadcaster has its own client). As
 client-go's recorder, an event is named ``<object>.<hex nanoseconds>`` when it is made and
 retried under that name when the API server cannot be reached: a try whose reply was lost
@@ -41,6 +46,11 @@ STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 EVENT_MEMO_LIMIT = 10000
 EVENT_TRIES = 12  # as client-go's broadcaster; ours back off from 0.5 s to 10 s (~75 s)
+# client-go tools/events: a series with no occurrence for finishTime ends (its count is
+# written, it is forgotten), checked every finishTime; every refreshTime the count of each
+# series is written again (which also keeps the Event from expiring).
+SERIES_FINISH_SECONDS = 6 * 60.0
+SERIES_REFRESH_SECONDS = 30 * 60.0
 
 
 def now_rfc3339() -> str:
@@ -56,9 +66,16 @@ def _truncate(msg: str, limit: int = EVENT_MESSAGE_LIMIT) -> str:
 
 @dataclass(slots=True)
 class _EventMemo:
+    """One event as we last wrote it: its API name, how often it happened (``count``),
+    the count the API server has (``sent``; 0 while the Event is being created), and
+    when it last happened."""
+
     name: str
-    message: str
+    namespace: str
     count: int
+    sent: int
+    last_timestamp: str
+    last_seen: float  # monotonic
 
 
 class EventRecorder:
@@ -77,7 +94,8 @@ class EventRecorder:
         self.spawn = spawn
         self.metrics = metrics
         self._status_memo: dict[str, tuple[str, str | None]] = {}
-        self._event_memo: dict[tuple[str, str], _EventMemo] = {}
+        # (object key, type, reason, message) -> the event: client-go's isomorphic events.
+        self._event_memo: dict[tuple[str, str, str, str], _EventMemo] = {}
         self._assumed: dict[str, tuple[float, int]] = {}
         self.retry_delay = 0.5
 
@@ -187,47 +205,111 @@ class EventRecorder:
         name = str(meta.get("name") or "")
         note = _truncate(message)
         now = now_rfc3339()
-        memo_key = (f"{ns}/{name}", reason)
+        memo_key = (f"{ns}/{name}", event_type, reason, note)
         memo = self._event_memo.get(memo_key)
+        if memo is not None:
+            memo.count += 1
+            memo.last_timestamp = now
+            memo.last_seen = time.monotonic()
+            if memo.sent == 1:
+                await self._write_count(memo_key, memo)  # the series begins: written at once
+            # Later occurrences are written when the series ends, or refreshed; while the
+            # Event is being created (sent 0), they are written once it exists.
+            return
+        ev_name = f"{name}.{time.time_ns():x}"
+        body = {
+            "metadata": {"name": ev_name, "namespace": ns},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": ns,
+                "name": name,
+                "uid": str(meta.get("uid") or ""),
+            },
+            "reason": reason,
+            "message": note,
+            "type": event_type,
+            "action": action,
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.identity,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        if len(self._event_memo) >= EVENT_MEMO_LIMIT:
+            self._evict_oldest()
+        # Remembered before the call, as client-go caches an event before writing it: a
+        # repeat that comes while the creation is under way counts in this series.
+        memo = _EventMemo(ev_name, ns, 1, 0, now, time.monotonic())
+        self._event_memo[memo_key] = memo
         try:
-            if memo is not None and memo.message == note:
-                memo.count += 1
-                await self._with_retries(
-                    "PATCH",
-                    f"/api/v1/namespaces/{ns}/events/{memo.name}",
-                    {"count": memo.count, "lastTimestamp": now},
-                    MERGE,
-                )
-                return
-            ev_name = f"{name}.{time.time_ns():x}"
-            body = {
-                "metadata": {"name": ev_name, "namespace": ns},
-                "involvedObject": {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "namespace": ns,
-                    "name": name,
-                    "uid": str(meta.get("uid") or ""),
-                },
-                "reason": reason,
-                "message": note,
-                "type": event_type,
-                "action": action,
-                "source": {"component": COMPONENT},
-                "reportingComponent": COMPONENT,
-                "reportingInstance": self.identity,
-                "firstTimestamp": now,
-                "lastTimestamp": now,
-                "count": 1,
-            }
             await self._with_retries("POST", f"/api/v1/namespaces/{ns}/events", body, None)
-            if len(self._event_memo) >= EVENT_MEMO_LIMIT:
-                self._event_memo.clear()
-            self._event_memo[memo_key] = _EventMemo(ev_name, note, 1)
         except ApiError as e:
-            if memo is not None and e.status == 404:
-                self._event_memo.pop(memo_key, None)
+            if self._event_memo.get(memo_key) is memo:
+                del self._event_memo[memo_key]
             log.warning("event_failed", pod=f"{ns}/{name}", reason=reason, error=str(e))
+            return
+        memo.sent = 1
+        if memo.count > 1 and self._event_memo.get(memo_key) is memo:
+            await self._write_count(memo_key, memo)
+
+    async def _write_count(self, key: tuple[str, str, str, str], memo: _EventMemo) -> None:
+        """Write the series' count (and its latest time) to its Event. An Event that is gone
+        (expired, deleted) is forgotten: the next occurrence creates a new one."""
+        count = memo.count
+        memo.sent = count
+        try:
+            await self._with_retries(
+                "PATCH",
+                f"/api/v1/namespaces/{memo.namespace}/events/{memo.name}",
+                {"count": count, "lastTimestamp": memo.last_timestamp},
+                MERGE,
+            )
+        except ApiError as e:
+            if e.status == 404 and self._event_memo.get(key) is memo:
+                del self._event_memo[key]
+            log.warning("event_failed", pod=key[0], reason=key[2], error=str(e))
+
+    def _evict_oldest(self) -> None:
+        """Make room: the event remembered longest ends now (its unwritten count, if any,
+        is written)."""
+        key = next(iter(self._event_memo))
+        memo = self._event_memo.pop(key)
+        if memo.count > memo.sent >= 1:
+            self.spawn(self._write_count(key, memo))
+
+    def finish_series(self, now: float | None = None) -> int:
+        """client-go's finishSeries: every event with no occurrence for
+        ``SERIES_FINISH_SECONDS`` is forgotten, a series' unwritten count written first.
+        Returns the events forgotten."""
+        cutoff = (time.monotonic() if now is None else now) - SERIES_FINISH_SECONDS
+        done = [(k, m) for k, m in self._event_memo.items() if m.last_seen < cutoff]
+        for key, memo in done:
+            del self._event_memo[key]
+            if memo.count > memo.sent >= 1:
+                self.spawn(self._write_count(key, memo))
+        return len(done)
+
+    def refresh_series(self) -> int:
+        """client-go's refreshExistingEventSeries: write every series' count again (an
+        Event written lately expires later). Returns the series written."""
+        series = [(k, m) for k, m in self._event_memo.items() if m.count > 1 and m.sent >= 1]
+        for key, memo in series:
+            self.spawn(self._write_count(key, memo))
+        return len(series)
+
+    async def maintain_series(self) -> None:
+        """Until cancelled: ``finish_series`` every ``SERIES_FINISH_SECONDS`` and
+        ``refresh_series`` every ``SERIES_REFRESH_SECONDS`` (client-go's two tickers)."""
+        ticks = 0
+        per_refresh = round(SERIES_REFRESH_SECONDS / SERIES_FINISH_SECONDS)
+        while True:
+            await asyncio.sleep(SERIES_FINISH_SECONDS)
+            ticks += 1
+            if ticks % per_refresh == 0:
+                self.refresh_series()
+            self.finish_series()
 
     async def _with_retries(
         self, method: str, path: str, body: Mapping[str, Any], content_type: str | None

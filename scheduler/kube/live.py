@@ -176,6 +176,7 @@ class LiveScheduler:
         """Informers, then (once synced) the scheduling loop; until cancelled."""
         first = {k: i for k, i in self.informers.items() if k != "pods"}
         tasks = [asyncio.create_task(i.run(), name=f"informer-{k}") for k, i in first.items()]
+        tasks.append(asyncio.create_task(self.recorder.maintain_series(), name="event-series"))
         try:
             await asyncio.gather(*(i.synced.wait() for i in first.values()))
             pods = self.informers["pods"]

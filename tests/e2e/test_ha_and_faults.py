@@ -30,6 +30,20 @@ def _scheduled_counts(k: Kit) -> dict[str, int]:
     return counts
 
 
+def _settled_scheduled_counts(k: Kit, names: list[str]) -> dict[str, int]:
+    """The Scheduled events per pod, once every pod of ``names`` has one and a little
+    longer (a second binding, if any, would show as a second event). The event is sent
+    after the Binding succeeds, as kube-scheduler's, so a pod can be bound before its
+    event exists: waiting for it is waiting for what the scheduler promises, not a retry."""
+    wait_for(
+        lambda: set(names) <= set(_scheduled_counts(k)),
+        30,
+        f"a Scheduled event for each of {names}",
+    )
+    settle(2)
+    return _scheduled_counts(k)
+
+
 def test_two_replicas_only_the_leader_binds_and_the_standby_takes_over(
     kit: Kit,
     spawn_scheduler: Any,
@@ -44,6 +58,11 @@ def test_two_replicas_only_the_leader_binds_and_the_standby_takes_over(
         kit.create(f"a-{i}", scheduler=name)
     for i in range(10):
         kit.wait_bound(f"a-{i}")
+    wait_for(
+        lambda: {f"a-{i}" for i in range(10)} <= set(_scheduled_counts(kit)),
+        30,
+        "a Scheduled event for each a- pod",
+    )
     coord = k8s.CoordinationV1Api(kit.cluster.api)
     holder = coord.read_namespaced_lease(lease, "kube-system").spec.holder_identity
     instances = {e.get("reportingInstance") for e in kit.events(reason="Scheduled")}
@@ -58,8 +77,7 @@ def test_two_replicas_only_the_leader_binds_and_the_standby_takes_over(
     assert time.monotonic() - killed_at < 6 + 10  # lease duration + a few retry periods
     for i in range(10):
         kit.wait_bound(f"b-{i}", timeout=30)
-    settle(2)
-    counts = _scheduled_counts(kit)
+    counts = _settled_scheduled_counts(kit, [f"{g}-{i}" for g in "ab" for i in range(10)])
     pods = {p["metadata"]["name"]: p for p in kit.pods()}
     for group in ("a", "b"):
         for i in range(10):
@@ -92,7 +110,7 @@ def test_api_server_restart_while_pods_are_pending_the_scheduler_reconnects_and_
     for i in range(6):
         kit.wait_bound(f"p-{i}", timeout=90)
     assert sched.alive and sched.get("/healthz")[0] == 200
-    counts = _scheduled_counts(kit)
+    counts = _settled_scheduled_counts(kit, [f"p-{i}" for i in range(6)])
     assert all(counts.get(f"p-{i}") == 1 for i in range(6)), counts
 
 

@@ -5,6 +5,7 @@ queue gate, leadership, and the event intake through the informers' stores."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any, ClassVar
 
 import pytest
@@ -233,6 +234,59 @@ def test_failure_patches_status_once_per_message_and_counts_repeated_events() ->
         name = h.api.of("POST", "/events")[0][1]["metadata"]["name"]
         assert name.startswith("big.")
         assert h.api.of("PATCH", f"/events/{name}")[0][1]["count"] == 2
+
+    _run(go())
+
+
+def test_repeated_events_are_a_series_written_as_client_go_writes_one() -> None:
+    """client-go tools/events: created on the first occurrence, written again (count 2) on
+    the second, then only counted until the series ends (no occurrence for 6 minutes: its
+    count is written and it is forgotten) or is refreshed (every 30 minutes)."""
+    from scheduler.kube.events import SERIES_FINISH_SECONDS
+
+    async def go() -> None:
+        h = Harness()
+        rec = h.live.recorder
+        pod = make_pod("p").info()
+
+        async def fail(message: str) -> None:
+            await rec.event(pod, "Warning", "FailedScheduling", message, action="Scheduling")
+
+        for _ in range(5):
+            await fail("no room")
+        (post,) = h.api.of("POST", "/events")
+        name = post[1]["metadata"]["name"]
+        assert [b["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2]
+        await fail("another reason")  # another message: another event
+        assert len(h.api.of("POST", "/events")) == 2
+        assert rec.refresh_series() == 1  # the series of "no room" only
+        await h.drain()
+        assert [b["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2, 5]
+        await fail("no room")
+        later = time.monotonic() + SERIES_FINISH_SECONDS + 1
+        assert rec.finish_series(later) == 2  # both end; only the series had a count unwritten
+        await h.drain()
+        assert [b["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2, 5, 6]
+        assert len([path for path, _ in h.api.of("PATCH") if "/events/" in path]) == 3
+        await fail("no room")  # forgotten: a new event
+        assert len(h.api.of("POST", "/events")) == 3
+
+    _run(go())
+
+
+def test_a_repeat_while_its_event_is_created_is_written_once_the_event_exists() -> None:
+    async def go() -> None:
+        h = Harness()
+        pod = make_pod("p").info()
+        await asyncio.gather(
+            *(
+                h.live.recorder.event(pod, "Warning", "FailedScheduling", "m", action="Scheduling")
+                for _ in range(3)
+            )
+        )
+        ((_, body),) = h.api.of("POST", "/events")
+        patches = h.api.of("PATCH", f"/events/{body['metadata']['name']}")
+        assert [b["count"] for _, b in patches] == [3]
 
     _run(go())
 

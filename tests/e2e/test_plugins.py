@@ -154,8 +154,8 @@ MIN_MEMBER = "pod-group.example.com/min-member"
 def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
     kit: Kit, spawn_scheduler: Any
 ) -> None:
-    """The example Coscheduling plugin (examples/plugins/coscheduling, a Permit plugin):
-    members of a group of three wait at Permit, nominated to their node and unbound, until
+    """The example Coscheduling plugin (examples/plugins/coscheduling, a Permit plugin and
+    the profile's QueueSort plugin): members of a group of three wait at Permit, nominated to their node and unbound, until
     the third arrives; then all three are bound. A group that never completes is rejected
     when its timeout passes: a FailedScheduling event names the plugin, the pod stays
     unbound and its nomination is cleared."""
@@ -166,7 +166,12 @@ def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
             "pluginModules": {"Coscheduling": "coscheduling:Coscheduling"},
             "profiles": [
                 {
-                    "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}},
+                    "plugins": {
+                        "multiPoint": {
+                            "enabled": [{"name": "Coscheduling"}],
+                            "disabled": [{"name": "PrioritySort"}],  # it sorts the queue too
+                        }
+                    },
                     "pluginConfig": [{"name": "Coscheduling", "args": {"timeoutSeconds": 4}}],
                 }
             ],

@@ -7,10 +7,21 @@ already bound; then every waiting member is allowed at once. When the group is n
 complete within ``timeoutSeconds`` the waiting members are rejected together and give
 their room back (``unreserve`` rejects the others once the first one fails), and they are
 tried again as soon as another member of the group reaches Permit (``pods_to_activate``).
-Pods without the name label are not concerned. Configuration::
+Pods without the name label are not concerned.
 
-    - name: Coscheduling
-      args: {timeoutSeconds: 30, labelPrefix: pod-group.example.com}
+It is also the profile's QueueSort plugin (``less``): higher priority first, then the
+group's time (the creation time of the first member it met; a pod without a group, its
+own), then the group's name, so that the members of a group leave the queue one after
+the other and reach Permit together instead of interleaved with other pods. As with
+scheduler-plugins' Coscheduling, PrioritySort must be disabled. Configuration::
+
+    plugins:
+      multiPoint:
+        enabled: [{name: Coscheduling}]
+        disabled: [{name: PrioritySort}]
+    pluginConfig:
+      - name: Coscheduling
+        args: {timeoutSeconds: 30, labelPrefix: pod-group.example.com}
 
 It shows the FrameworkHandle (``Coscheduling(args, handle)``): ``node_infos`` to count the
 placed members, ``iterate_over_waiting_pods`` to allow or reject them, and
@@ -31,6 +42,7 @@ from scheduler.plugins import (
     EventRegistration,
     FrameworkHandle,
     PodInfo,
+    QueuedPodInfo,
     Status,
 )
 
@@ -62,10 +74,25 @@ class Coscheduling:
         # Members turned down at Permit (timed out, or rejected with their group), by
         # (namespace, group): tried again when another member reaches Permit.
         self.rejected: dict[tuple[str, str], set[str]] = {}
+        # The queue order's time of each group: the creation time of the first member
+        # ``less`` met. Fixed once set, as a sort key must stay while pods wait.
+        self.group_time: dict[tuple[str, str], float] = {}
 
     def _group(self, pod: PodInfo) -> tuple[str, str] | None:
         name = pod.labels.get(self.group_label)
         return (pod.namespace, name) if name else None
+
+    def _sort_key(self, pod: PodInfo) -> tuple[int, float, str]:
+        group = self._group(pod)
+        if group is None:
+            return -pod.priority, pod.creation_time, pod.key
+        since = self.group_time.setdefault(group, pod.creation_time)
+        return -pod.priority, since, f"{group[0]}/{group[1]}"
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """QueueSort: priority, then the group's time, then the group's name (members of
+        one group are next to each other; the queue keeps their own order among them)."""
+        return self._sort_key(a.pod) < self._sort_key(b.pod)
 
     def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
         group = self._group(pod)

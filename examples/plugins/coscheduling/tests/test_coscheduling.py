@@ -24,7 +24,12 @@ CONFIG = {
     "pluginModules": {"Coscheduling": "coscheduling:Coscheduling"},
     "profiles": [
         {
-            "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}},
+            "plugins": {
+                "multiPoint": {
+                    "enabled": [{"name": "Coscheduling"}],
+                    "disabled": [{"name": "PrioritySort"}],  # Coscheduling sorts the queue
+                }
+            },
             "pluginConfig": [{"name": "Coscheduling", "args": {"timeoutSeconds": 30}}],
         }
     ],
@@ -33,13 +38,18 @@ GROUP = "pod-group.example.com/name"
 MIN = "pod-group.example.com/min-member"
 
 
-def api_pod(name: str, group: str = "", size: int = 0, cpu: str = "1") -> dict[str, Any]:
+def api_pod(
+    name: str, group: str = "", size: int = 0, cpu: str = "1", created: str = ""
+) -> dict[str, Any]:
     labels = {GROUP: group, MIN: str(size)} if group else {}
     container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": name, "labels": labels}
+    if created:
+        meta["creationTimestamp"] = created
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "uid": name, "labels": labels},
+        "metadata": meta,
         "spec": {"schedulerName": "py-scheduler", "containers": [container]},
     }
 
@@ -72,6 +82,7 @@ class Ports:
 def _core() -> tuple[SchedulerCore, Ports, FakeClock]:
     cfg = parse_config(CONFIG, "sched.yaml")
     assert cfg.permit == ("Coscheduling",) and cfg.reserve == ("Coscheduling",)
+    assert cfg.queue_sort == "Coscheduling"
     ports, clock = Ports(), FakeClock()
     core = SchedulerCore(cfg, clock, ports, ports, rng=random.Random(0))
     core.on_node_add(node_from_dict(api_node("n1")))
@@ -145,6 +156,33 @@ def test_an_incomplete_group_times_out_together_and_retries_with_a_new_member() 
     assert ports.cycles["default/b"] is None  # b completed the group: no wait
 
 
+def test_the_members_of_a_group_leave_the_queue_together() -> None:
+    """QueueSort: a group's members go one after the other (at the time of the first
+    member met), not interleaved with the pods created between them; priority first."""
+    core, _, _ = _core()
+    for name, group, minute in (
+        ("g-1", "g", 10),
+        ("loner-1", "", 20),
+        ("g-2", "g", 30),
+        ("loner-2", "", 40),
+        ("h-1", "h", 5),
+    ):
+        created = f"2026-01-01T00:{minute:02d}:00Z"
+        core.on_pod_add(pod_from_dict(api_pod(name, group, 9, cpu="100m", created=created)))
+    urgent = api_pod("urgent", cpu="100m", created="2026-01-01T00:50:00Z")
+    urgent["spec"]["priority"] = 100
+    core.on_pod_add(pod_from_dict(urgent))
+    order = [p.name for p in core.queue.pending_pods()["active"]]
+    assert order == ["urgent", "h-1", "g-1", "g-2", "loner-1", "loner-2"]
+
+
+def test_it_needs_prioritysort_disabled_as_upstream() -> None:
+    both = yaml.safe_load(yaml.safe_dump(CONFIG))
+    del both["profiles"][0]["plugins"]["multiPoint"]["disabled"]
+    with pytest.raises(ConfigError, match=r"got 2 \(PrioritySort, Coscheduling\)"):
+        parse_config(both, "sched.yaml")
+
+
 @pytest.mark.parametrize(
     ("args", "problem"),
     [
@@ -210,17 +248,18 @@ def test_simulate_places_a_complete_group_and_reports_an_incomplete_one(
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod."
     )
-    # x completes; y-0 waits on the last cpu until it times out, which lets y-1 take the
-    # room and wait in turn (y-0 is sent back with it, finds no room) until it times out:
-    # no pod bound in between, so the run stops there and says so.
+    # The queue keeps each group together (Coscheduling's less): x completes first; y-0
+    # waits on the last cpu until it times out, which lets y-1 take the room and wait in
+    # turn (y-0 is sent back with it, finds no room) until it times out: no pod bound in
+    # between, so the run stops there and says so.
     assert [(d["pod"], d["outcome"], d.get("message", "")) for d in result["decisions"]] == [
         ("default/x-0", "scheduled", ""),
-        ("default/y-0", "unschedulable", timeout),
         ("default/x-1", "scheduled", ""),
+        ("default/y-0", "unschedulable", timeout),
         ("default/y-1", "unschedulable", no_room),
         ("default/y-2", "unschedulable", no_room),
         ("default/y-1", "unschedulable", timeout),
-        ("default/y-2", "unschedulable", no_room),
         ("default/y-0", "unschedulable", no_room),
+        ("default/y-2", "unschedulable", no_room),
     ]
     assert "pods kept timing out at Permit with no pod bound in between" in out.err

@@ -155,10 +155,10 @@ def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
     kit: Kit, spawn_scheduler: Any
 ) -> None:
     """The example Coscheduling plugin (examples/plugins/coscheduling, a Permit plugin and
-    the profile's QueueSort plugin): members of a group of three wait at Permit, nominated to their node and unbound, until
-    the third arrives; then all three are bound. A group that never completes is rejected
-    when its timeout passes: a FailedScheduling event names the plugin, the pod stays
-    unbound and its nomination is cleared."""
+    the profile's QueueSort plugin): members of a group of three wait at Permit, nominated
+    to their node and unbound, until the third arrives; then all three are bound. A group
+    that never completes is rejected when its timeout passes: a FailedScheduling event
+    names the plugin, the pod stays unbound and its nomination is cleared."""
     name = f"cosched-{kit.ns}"
     sched = spawn_scheduler(
         name=name,

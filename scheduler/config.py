@@ -127,6 +127,9 @@ class SecureServing:
     enabled: bool = False
     cert_file: str | None = None  # with key_file; neither: a self-signed certificate
     key_file: str | None = None
+    # PEM bundle of the CAs whose client certificates authenticate (kube-scheduler's
+    # --client-ca-file); None: bearer tokens only.
+    client_ca_file: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,17 +314,27 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         kw["http_bind_address"] = r.string(top["httpBindAddress"], "httpBindAddress")
     if "httpPort" in top:
         kw["http_port"] = r.integer(top["httpPort"], "httpPort", 0, 65535)
-    ss = r.mapping(top.get("secureServing"), "secureServing", {"enabled", "certFile", "keyFile"})
+    ss = r.mapping(
+        top.get("secureServing"),
+        "secureServing",
+        {"enabled", "certFile", "keyFile", "clientCAFile"},
+    )
     if "secureServing" in top:
         cert = r.string(ss["certFile"], "secureServing.certFile") if "certFile" in ss else None
         key = r.string(ss["keyFile"], "secureServing.keyFile") if "keyFile" in ss else None
         if (cert is None) != (key is None):
             missing = "keyFile" if key is None else "certFile"
             raise r.fail(f"secureServing.{missing}", "certFile and keyFile go together")
+        client_ca = (
+            r.string(ss["clientCAFile"], "secureServing.clientCAFile")
+            if "clientCAFile" in ss
+            else None
+        )
         kw["secure_serving"] = SecureServing(
             enabled=r.boolean(ss.get("enabled", True), "secureServing.enabled"),
             cert_file=cert,
             key_file=key,
+            client_ca_file=client_ca,
         )
 
     le = r.mapping(

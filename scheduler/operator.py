@@ -31,7 +31,7 @@ from scheduler.kube.auth import DelegatedAuth
 from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.leader import LeaderElector
 from scheduler.kube.live import LiveScheduler
-from scheduler.server import Guard, HealthServer, ServeError
+from scheduler.server import ClientCert, Guard, HealthServer, ServeError
 from scheduler.servingcert import CertError, server_context
 
 __all__ = ["run", "run_operator"]
@@ -125,6 +125,7 @@ async def run_operator(
                 cert_file=config.secure_serving.cert_file,
                 key_file=config.secure_serving.key_file,
                 bind_address=config.http_bind_address,
+                client_ca_file=config.secure_serving.client_ca_file,
             )
         except CertError as e:
             print(f"py-scheduler: {e}", file=sys.stderr)
@@ -134,8 +135,10 @@ async def run_operator(
             return 2
         auth = DelegatedAuth(auth_client)
 
-        async def reviewed(method: str, path: str, authorization: str | None) -> tuple[int, str]:
-            decision = await auth.check(method, path, authorization)
+        async def reviewed(
+            method: str, path: str, authorization: str | None, cert: ClientCert | None
+        ) -> tuple[int, str]:
+            decision = await auth.check(method, path, authorization, cert)
             return decision.status, decision.message
 
         guard = reviewed
@@ -163,7 +166,9 @@ async def run_operator(
             "https_serving",
             address=f"{config.http_bind_address}:{port}",
             certificate=cert_source,
-            authentication="TokenReview",
+            authentication=(
+                "x509, TokenReview" if config.secure_serving.client_ca_file else "TokenReview"
+            ),
             authorization="SubjectAccessReview",
         )
     else:

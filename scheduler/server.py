@@ -4,7 +4,8 @@
 Plain HTTP by default (``py-scheduler run`` on a workstation, bound to loopback). With
 ``secureServing.enabled`` (the Deployment in manifests/) it is kube-scheduler's secure port:
 TLS, and every request passes a guard first (``scheduler.kube.auth.DelegatedAuth``: a
-TokenReview and a SubjectAccessReview, with /healthz, /livez, /readyz always allowed)."""
+verified client certificate or a TokenReview, then a SubjectAccessReview, with /healthz,
+/livez, /readyz always allowed)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,30 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
-__all__ = ["Guard", "HealthServer", "ServeError"]
+__all__ = ["ClientCert", "Guard", "HealthServer", "ServeError", "client_cert_identity"]
 
-# (method, path, Authorization header) -> (HTTP status, message); 200 lets the request through.
-Guard = Callable[[str, str, "str | None"], Awaitable[tuple[int, str]]]
+# A verified client certificate's subject: (common name, organizations).
+ClientCert = tuple[str, tuple[str, ...]]
+# (method, path, Authorization header, verified client certificate) -> (HTTP status,
+# message); 200 lets the request through.
+Guard = Callable[[str, str, "str | None", "ClientCert | None"], Awaitable[tuple[int, str]]]
+
+
+def client_cert_identity(peercert: object) -> ClientCert | None:
+    """The subject of a peer certificate as ``ssl`` decodes a verified one
+    (``getpeercert()``): its first commonName and every organizationName. None when
+    there is none (no certificate, or the context did not ask for one)."""
+    if not isinstance(peercert, dict) or not peercert.get("subject"):
+        return None
+    cn = ""
+    orgs: list[str] = []
+    for rdn in peercert["subject"]:
+        for key, value in rdn:
+            if key == "commonName" and not cn:
+                cn = str(value)
+            elif key == "organizationName":
+                orgs.append(str(value))
+    return cn, tuple(orgs)
 
 
 class ServeError(OSError):
@@ -73,8 +94,11 @@ class HealthServer:
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         if self.guard is not None:
+            cert = None
+            if self.tls is not None and request.transport is not None:
+                cert = client_cert_identity(request.transport.get_extra_info("peercert"))
             status, message = await self.guard(
-                request.method, request.path, request.headers.get("Authorization")
+                request.method, request.path, request.headers.get("Authorization"), cert
             )
             if status != 200:
                 headers = (

@@ -103,10 +103,27 @@ def _context() -> ssl.SSLContext:
 
 
 def server_context(
-    *, cert_file: str | None, key_file: str | None, bind_address: str
+    *,
+    cert_file: str | None,
+    key_file: str | None,
+    bind_address: str,
+    client_ca_file: str | None = None,
 ) -> tuple[ssl.SSLContext, str]:
-    """The serving context and where its certificate came from ("self-signed" or the file)."""
+    """The serving context and where its certificate came from ("self-signed" or the file).
+    With ``client_ca_file``, a client may present a certificate, which must then be signed
+    by one of those CAs for the handshake to succeed (Go's VerifyClientCertIfGiven, as
+    kube-scheduler's secure port with --client-ca-file)."""
     ctx = _context()
+    if client_ca_file is not None:
+        if not Path(client_ca_file).is_file():
+            raise CertError(f"secureServing.clientCAFile: {client_ca_file}: no such file")
+        try:
+            ctx.load_verify_locations(cafile=client_ca_file)
+        except (ssl.SSLError, OSError) as e:
+            raise CertError(
+                f"secureServing.clientCAFile: {client_ca_file}: cannot load: {e}"
+            ) from e
+        ctx.verify_mode = ssl.CERT_OPTIONAL
     if cert_file and key_file:
         for what, path in (("certFile", cert_file), ("keyFile", key_file)):
             if not Path(path).is_file():

@@ -1,10 +1,16 @@
 """Delegated authentication and authorization for the secure port, as kube-scheduler's.
 
-A request's bearer token is checked with a TokenReview (authentication.k8s.io/v1); the user it
-names is then checked with a SubjectAccessReview (authorization.k8s.io/v1) for the request's
-non-resource path and verb (GET and HEAD are ``get``). A request without a token is
-``system:anonymous`` in ``system:unauthenticated``, authorized like any other user (denied
-unless RBAC grants it), as upstream's delegating authenticator with anonymous access does.
+A request is authenticated as upstream's delegating authenticator does it, in its order: a
+client certificate that the TLS handshake verified against ``secureServing.clientCAFile``
+(kube-scheduler's --client-ca-file) names the user by its subject's common name, in the
+groups of its organizations (a certificate without a common name authenticates nobody);
+otherwise the bearer token is checked with a TokenReview (authentication.k8s.io/v1).
+Every authenticated user is also in ``system:authenticated``. The user is then checked with
+a SubjectAccessReview (authorization.k8s.io/v1) for the request's non-resource path and verb
+(GET and HEAD are ``get``). A request with neither is ``system:anonymous`` in
+``system:unauthenticated``, authorized like any other user (denied unless RBAC grants it),
+as upstream's delegating authenticator with anonymous access does. Front-proxy
+(requestheader) authentication is not implemented.
 /healthz, /livez and /readyz are always allowed (upstream's ``--authorization-always-allow-paths``
 default), so that probes need no credentials.
 
@@ -37,6 +43,7 @@ CACHE_TTL = 10.0
 CACHE_SIZE = 1024
 ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED = "system:unauthenticated"
+AUTHENTICATED = "system:authenticated"
 
 
 @dataclass(frozen=True)
@@ -94,20 +101,33 @@ class DelegatedAuth:
         self._tokens = _TTLCache(clock)
         self._decisions = _TTLCache(clock)
 
-    async def check(self, method: str, path: str, authorization: str | None) -> Decision:
-        """Authenticate then authorize one request."""
+    async def check(
+        self,
+        method: str,
+        path: str,
+        authorization: str | None,
+        client_cert: tuple[str, tuple[str, ...]] | None = None,
+    ) -> Decision:
+        """Authenticate then authorize one request. ``client_cert``: the (common name,
+        organizations) of a client certificate the TLS handshake verified, if any."""
         if path in ALWAYS_ALLOW_PATHS:
             return Decision(200)
-        token = None
-        if authorization:
-            scheme, _, value = authorization.partition(" ")
-            if scheme.lower() != "bearer" or not value.strip():
-                return Decision(401, "Unauthorized")
-            token = value.strip()
-        if token is None:
-            user: UserInfo | None = UserInfo(ANONYMOUS, groups=(UNAUTHENTICATED,))
+        user: UserInfo | None
+        if client_cert is not None and client_cert[0]:
+            cn, orgs = client_cert
+            groups = orgs if AUTHENTICATED in orgs else (*orgs, AUTHENTICATED)
+            user = UserInfo(cn, groups=groups)
         else:
-            user = await self.authenticate(token)
+            token = None
+            if authorization:
+                scheme, _, value = authorization.partition(" ")
+                if scheme.lower() != "bearer" or not value.strip():
+                    return Decision(401, "Unauthorized")
+                token = value.strip()
+            if token is None:
+                user = UserInfo(ANONYMOUS, groups=(UNAUTHENTICATED,))
+            else:
+                user = await self.authenticate(token)
         if user is None:
             return Decision(401, "Unauthorized")
         verb = _VERBS.get(method.upper(), method.lower())

@@ -108,15 +108,24 @@ class SchedulerProcess:
         secure = self.config.get("secureServing")
         return "https" if secure is not None and secure.get("enabled", True) else "http"
 
-    def get(self, path: str, timeout: float = 5.0, token: str | None = None) -> tuple[int, str]:
+    def get(
+        self,
+        path: str,
+        timeout: float = 5.0,
+        token: str | None = None,
+        client_cert: tuple[Path, Path] | None = None,
+    ) -> tuple[int, str]:
         """GET on the health/metrics port; HTTPS (the self-signed certificate unverified,
-        as Prometheus' insecure_skip_verify) when the config enables secureServing."""
+        as Prometheus' insecure_skip_verify) when the config enables secureServing, with a
+        client certificate (certificate and key files) if given."""
         request = urllib.request.Request(f"{self.scheme}://127.0.0.1:{self.port}{path}")
         if token:
             request.add_header("Authorization", f"Bearer {token}")
         context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+        if client_cert is not None:
+            context.load_cert_chain(*client_cert)
         try:
             with urllib.request.urlopen(request, timeout=timeout, context=context) as resp:
                 return resp.status, resp.read().decode()

@@ -573,3 +573,39 @@ def test_examples_walkthrough_preempts_one_replica_for_the_high_priority_pod(
     assert "Insufficient cpu" in cond["message"], cond
     assert not kit.node_of(replacement)
     assert kit.node_usage_ok(nodes)
+
+
+def test_the_secure_port_authenticates_client_certificates_of_its_client_ca(
+    kit: Kit, spawn_scheduler: Any, tmp_path: Path
+) -> None:
+    """secureServing.clientCAFile (kube-scheduler's --client-ca-file), here the local
+    control plane's CA: a client certificate it signed names the user (common name,
+    organizations as groups) for the SubjectAccessReview, before any token; the admin's
+    (O=system:masters) reads /metrics, a certificate of a user RBAC grants nothing is
+    refused naming that user, and one signed by another CA does not get past TLS."""
+    local = kit.cluster.local
+    if local is None:
+        raise AssertionError("this scenario issues certificates with the local control plane's CA")
+    pki: Path = local.pki_dir
+    name = f"x509-{kit.ns}"
+    sched = spawn_scheduler(
+        name=name,
+        config={"secureServing": {"enabled": True, "clientCAFile": str(pki / "ca.crt")}},
+    )
+    admin = (pki / "admin.crt", pki / "admin.key")
+    status, text = sched.get("/metrics", client_cert=admin)
+    assert status == 200 and "scheduler_schedule_attempts" in text, (status, text[:300])
+    nobody = localcluster.issue_client_cert(pki, f"nobody-{kit.ns}", f"/O=e2e/CN=nobody-{kit.ns}")
+    status, text = sched.get("/metrics", client_cert=nobody)
+    assert status == 403 and f'User "nobody-{kit.ns}" cannot get path "/metrics"' in text, text
+    status, text = sched.get("/metrics")
+    assert status == 403 and 'User "system:anonymous"' in text, text
+
+    # A certificate of another CA: the handshake fails (TLS 1.3 reports it after the
+    # handshake, as a closed connection).
+    other = tmp_path / "other"
+    localcluster.generate_pki(other)
+    stranger = localcluster.issue_client_cert(other, "stranger", "/O=system:masters/CN=stranger")
+    with pytest.raises((OSError, ConnectionError)):
+        sched.get("/metrics", client_cert=stranger)
+    assert sched.alive and sched.get("/healthz")[0] == 200

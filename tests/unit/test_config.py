@@ -374,8 +374,13 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             id="secure serving not a bool",
         ),
         pytest.param(
-            {**API, "secureServing": {"clientCAFile": "/ca"}},
+            {**API, "secureServing": {"clientCAFile": ""}},
             "secureServing.clientCAFile",
+            id="empty client CA file",
+        ),
+        pytest.param(
+            {**API, "secureServing": {"requestheaderClientCAFile": "/ca"}},
+            "secureServing.requestheaderClientCAFile",
             id="unsupported secure serving field",
         ),
         pytest.param(
@@ -426,6 +431,8 @@ def test_secure_serving() -> None:
     assert (
         parse_config({**API, "secureServing": {"enabled": False}}).secure_serving.enabled is False
     )
+    with_ca = parse_config({**API, "secureServing": {"clientCAFile": "/etc/k8s/ca.crt"}})
+    assert with_ca.secure_serving == SecureServing(enabled=True, client_ca_file="/etc/k8s/ca.crt")
 
 
 def test_load_config_from_a_file(tmp_path: Path) -> None:

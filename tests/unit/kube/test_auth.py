@@ -123,3 +123,27 @@ def test_an_unreachable_api_server_refuses_and_caches_nothing() -> None:
     assert d.status == 500 and "authorization is unavailable" in d.message
     api.down = False
     assert asyncio.run(auth.check("GET", "/metrics", "Bearer good")).status == 200
+
+
+def test_a_verified_client_certificate_names_the_user_before_any_token() -> None:
+    """As upstream's union authenticator: the x509 authenticator (common name, organizations
+    as groups, plus system:authenticated) goes before the token one, so no TokenReview is
+    made; a certificate without a common name leaves the request to the token."""
+    auth, api, _ = _auth()
+    api.allowed.add(("alice", "get", "/metrics"))
+    cert = ("alice", ("devs", "ops"))
+    assert asyncio.run(auth.check("GET", "/metrics", "Bearer good", cert)).status == 200
+    assert [c[0] for c in api.calls] == ["subjectaccessreviews"]
+    assert api.calls[0][1]["spec"] == {
+        "user": "alice",
+        "groups": ["devs", "ops", "system:authenticated"],
+        "nonResourceAttributes": {"path": "/metrics", "verb": "get"},
+    }
+    denied = asyncio.run(auth.check("GET", "/debug", None, ("alice", ())))
+    assert denied.status == 403
+    assert denied.message == (
+        'forbidden: User "alice" cannot get path "/debug": no RBAC policy matched'
+    )
+    api.calls.clear()
+    assert asyncio.run(auth.check("GET", "/metrics", "Bearer good", ("", ("devs",)))).status == 200
+    assert [c[0] for c in api.calls] == ["tokenreviews", "subjectaccessreviews"]

@@ -64,6 +64,9 @@ def _truncate(msg: str, limit: int = EVENT_MESSAGE_LIMIT) -> str:
     return raw[: limit - 3].decode(errors="ignore") + "..."
 
 
+_MemoKey = tuple[str, str, str, str, str]
+
+
 @dataclass(slots=True)
 class _EventMemo:
     """One event as we last wrote it: its API name, how often it happened (``count``),
@@ -94,8 +97,9 @@ class EventRecorder:
         self.spawn = spawn
         self.metrics = metrics
         self._status_memo: dict[str, tuple[str, str | None]] = {}
-        # (object key, type, reason, message) -> the event: client-go's isomorphic events.
-        self._event_memo: dict[tuple[str, str, str, str], _EventMemo] = {}
+        # (object key, uid, type, reason, message) -> the event: client-go's isomorphic
+        # events (a pod re-created under the same name is another object: another event).
+        self._event_memo: dict[_MemoKey, _EventMemo] = {}
         self._assumed: dict[str, tuple[float, int]] = {}
         self.retry_delay = 0.5
 
@@ -205,7 +209,8 @@ class EventRecorder:
         name = str(meta.get("name") or "")
         note = _truncate(message)
         now = now_rfc3339()
-        memo_key = (f"{ns}/{name}", event_type, reason, note)
+        uid = str(meta.get("uid") or "")
+        memo_key = (f"{ns}/{name}", uid, event_type, reason, note)
         memo = self._event_memo.get(memo_key)
         if memo is not None:
             memo.count += 1
@@ -224,7 +229,7 @@ class EventRecorder:
                 "kind": "Pod",
                 "namespace": ns,
                 "name": name,
-                "uid": str(meta.get("uid") or ""),
+                "uid": uid,
             },
             "reason": reason,
             "message": note,
@@ -254,7 +259,7 @@ class EventRecorder:
         if memo.count > 1 and self._event_memo.get(memo_key) is memo:
             await self._write_count(memo_key, memo)
 
-    async def _write_count(self, key: tuple[str, str, str, str], memo: _EventMemo) -> None:
+    async def _write_count(self, key: _MemoKey, memo: _EventMemo) -> None:
         """Write the series' count (and its latest time) to its Event. An Event that is gone
         (expired, deleted) is forgotten: the next occurrence creates a new one."""
         count = memo.count
@@ -269,7 +274,7 @@ class EventRecorder:
         except ApiError as e:
             if e.status == 404 and self._event_memo.get(key) is memo:
                 del self._event_memo[key]
-            log.warning("event_failed", pod=key[0], reason=key[2], error=str(e))
+            log.warning("event_failed", pod=key[0], reason=key[3], error=str(e))
 
     def _evict_oldest(self) -> None:
         """Make room: the event remembered longest ends now (its unwritten count, if any,

@@ -14,6 +14,7 @@ from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
 from scheduler.kube.live import LiveScheduler
 from scheduler.kube.preemption import disruption_patch
+from scheduler.types import pod_from_dict
 from tests.builders import make_node, make_pod
 from tests.unit.kube.fakekube import FakeKube
 
@@ -270,6 +271,26 @@ def test_repeated_events_are_a_series_written_as_client_go_writes_one() -> None:
         assert len([path for path, _ in h.api.of("PATCH") if "/events/" in path]) == 3
         await fail("no room")  # forgotten: a new event
         assert len(h.api.of("POST", "/events")) == 3
+
+    _run(go())
+
+
+def test_a_pod_re_created_under_its_name_gets_events_of_its_own() -> None:
+    """The series is the object's (client-go's isomorphic key names the regarding object,
+    uid included): a new pod of the same name does not count into the old pod's event."""
+
+    async def go() -> None:
+        h = Harness()
+        for uid in ("uid-1", "uid-2"):
+            raw = make_pod("web-0").obj()
+            raw["metadata"]["uid"] = uid
+            pod = pod_from_dict(raw)
+            await h.live.recorder.event(
+                pod, "Warning", "FailedScheduling", "no room", action="Scheduling"
+            )
+        posts = h.api.of("POST", "/events")
+        assert [b["involvedObject"]["uid"] for _, b in posts] == ["uid-1", "uid-2"]
+        assert h.api.of("PATCH") == []
 
     _run(go())
 

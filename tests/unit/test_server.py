@@ -10,6 +10,7 @@ import ssl
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -36,10 +37,14 @@ def test_a_busy_port_is_an_error_naming_the_address() -> None:
     assert "in use" in str(e.value)
 
 
-def _get(url: str, token: str | None = None) -> tuple[int, str]:
+def _get(
+    url: str, token: str | None = None, cert: tuple[Path, Path] | None = None
+) -> tuple[int, str]:
     context = ssl.create_default_context()
     context.check_hostname = False
     context.verify_mode = ssl.CERT_NONE
+    if cert is not None:
+        context.load_cert_chain(*cert)
     request = urllib.request.Request(url)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
@@ -51,6 +56,18 @@ def _get(url: str, token: str | None = None) -> tuple[int, str]:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
+
+
+def _secure_server(tls: ssl.SSLContext, guard: Any) -> HealthServer:
+    return HealthServer(
+        host="127.0.0.1",
+        port=0,
+        healthy=lambda: True,
+        ready=lambda: True,
+        registry=CollectorRegistry(),
+        tls=tls,
+        guard=guard,
+    )
 
 
 def test_the_secure_port_serves_tls_and_asks_the_guard_for_every_request() -> None:
@@ -71,15 +88,7 @@ def test_the_secure_port_serves_tls_and_asks_the_guard_for_every_request() -> No
     assert source == "self-signed"
 
     async def main() -> list[tuple[int, str]]:
-        server = HealthServer(
-            host="127.0.0.1",
-            port=0,
-            healthy=lambda: True,
-            ready=lambda: True,
-            registry=CollectorRegistry(),
-            tls=tls,
-            guard=guard,
-        )
+        server = _secure_server(tls, guard)
         port = await server.start()
         assert server.scheme == "https"
         base = f"https://127.0.0.1:{port}"
@@ -236,27 +245,11 @@ def test_a_client_certificate_signed_by_the_client_ca_reaches_the_guard(
     )
 
     def get(url: str, who: str | None) -> int:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        if who:
-            context.load_cert_chain(tmp_path / f"{who}.crt", tmp_path / f"{who}.key")
-        opener = urllib.request.build_opener(
-            urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
-        )
-        with opener.open(url, timeout=10) as resp:
-            return int(resp.status)
+        cert = (tmp_path / f"{who}.crt", tmp_path / f"{who}.key") if who else None
+        return _get(url, cert=cert)[0]
 
     async def main() -> list[object]:
-        server = HealthServer(
-            host="127.0.0.1",
-            port=0,
-            healthy=lambda: True,
-            ready=lambda: True,
-            registry=CollectorRegistry(),
-            tls=tls,
-            guard=guard,
-        )
+        server = _secure_server(tls, guard)
         port = await server.start()
         url = f"https://127.0.0.1:{port}/metrics"
         try:

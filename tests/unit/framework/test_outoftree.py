@@ -32,6 +32,18 @@ from tests.builders import make_node, make_pod
 from tests.unit.fakes import RecordingBinder, RecordingRecorder
 
 
+def _simulate(tmp_path: Any, objs: list[dict[str, Any]], cfg: Any) -> Any:
+    """``simulate`` on ``objs`` written as a YAML dump, under configuration ``cfg``."""
+    import yaml
+
+    from scheduler.decode import load_documents
+    from scheduler.simulate import simulate
+
+    path = tmp_path / "cluster.yaml"
+    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    return simulate(load_documents([str(path)]), cfg)
+
+
 class Fragile:
     """Raises at the extension point named in its args, for pods named "bad" only."""
 
@@ -640,18 +652,11 @@ def test_pre_bind_configuration(prep_core: Any) -> None:
 def test_simulate_runs_pre_bind_and_reports_a_rejected_binding(
     prep_core: Any, tmp_path: Any
 ) -> None:
-    import yaml
-
-    from scheduler.decode import load_documents
-    from scheduler.simulate import simulate
-
-    path = tmp_path / "cluster.yaml"
     objs = [
         make_node("n1").alloc(cpu="2", memory="8Gi", pods="110").obj(),
         make_pod("ok").req(cpu="1").obj(),
         make_pod("denied").req(cpu="1").label("prep", "deny").obj(),
     ]
-    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
     cfg = parse_config(
         {
             "pluginModules": {"Prep": "prep_plugin:Prep"},
@@ -659,7 +664,7 @@ def test_simulate_runs_pre_bind_and_reports_a_rejected_binding(
         },
         "sched.yaml",
     )
-    result = simulate(load_documents([str(path)]), cfg)
+    result = _simulate(tmp_path, objs, cfg)
     assert result.placements == {"default/ok": "n1", "default/denied": None}
     assert result.decisions == [
         {"pod": "default/ok", "outcome": "scheduled", "node": "n1"},
@@ -693,11 +698,6 @@ class AsyncPrep:
 def test_only_pre_bind_may_be_async_and_simulate_awaits_it(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    import yaml
-
-    from scheduler.decode import load_documents
-    from scheduler.simulate import simulate
-
     mod = types.ModuleType("asyncprep_plugin")
     mod.AsyncPrep = AsyncPrep  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "asyncprep_plugin", mod)
@@ -717,14 +717,12 @@ def test_only_pre_bind_may_be_async_and_simulate_awaits_it(
     with pytest.raises(ConfigError, match=r"AsyncPrep\.filter is a coroutine function: only "):
         parse_config(bad, "sched.yaml")
     cfg = parse_config(raw, "sched.yaml")
-    path = tmp_path / "cluster.yaml"
     objs = [
         make_node("n1").alloc(cpu="2", memory="8Gi", pods="110").obj(),
         make_pod("ok").req(cpu="1").obj(),
         make_pod("denied").req(cpu="1").label("prep", "deny").obj(),
     ]
-    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
-    result = simulate(load_documents([str(path)]), cfg)
+    result = _simulate(tmp_path, objs, cfg)
     assert result.placements == {"default/ok": "n1", "default/denied": None}
     assert result.decisions[-1] == {
         "pod": "default/denied",
@@ -898,19 +896,12 @@ def test_bind_plugins_after_default_binder_never_run_and_without_it_a_skip_fails
 def test_simulate_binds_pods_itself_without_calling_bind_plugins(
     label_binder: None, tmp_path: Any
 ) -> None:
-    import yaml
-
-    from scheduler.decode import load_documents
-    from scheduler.simulate import simulate
-
-    path = tmp_path / "cluster.yaml"
     objs = [
         make_node("n1").alloc(cpu="2", memory="8Gi", pods="110").obj(),
         make_pod("p").req(cpu="1").label("bind", "deny").obj(),
     ]
-    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
     cfg = _bind_config({"disabled": [{"name": "DefaultBinder"}]}, multi=True)
-    result = simulate(load_documents([str(path)]), cfg)
+    result = _simulate(tmp_path, objs, cfg)
     assert result.placements == {"default/p": "n1"} and LabelBinder.calls == []
 
 
@@ -1003,19 +994,12 @@ def test_a_queue_sort_plugin_orders_the_scheduling_cycles(rank_sort: None) -> No
 def test_simulate_orders_its_queue_with_the_queue_sort_plugin(
     rank_sort: None, tmp_path: Any
 ) -> None:
-    import yaml
-
-    from scheduler.decode import load_documents
-    from scheduler.simulate import simulate
-
-    path = tmp_path / "cluster.yaml"
     objs = [
         make_node("n1").alloc(cpu="1", memory="8Gi", pods="110").obj(),
         make_pod("early").req(cpu="1").label("rank", "2").created(100).obj(),
         make_pod("late").req(cpu="1").label("rank", "1").created(200).obj(),
     ]
-    path.write_text(yaml.safe_dump_all(objs, sort_keys=False))
-    plain = simulate(load_documents([str(path)]), parse_config({}, "sched.yaml"))
+    plain = _simulate(tmp_path, objs, parse_config({}, "sched.yaml"))
     assert plain.placements == {"default/early": "n1", "default/late": None}
-    ranked = simulate(load_documents([str(path)]), _sort_config({"queueSort": RANK_SORT}))
+    ranked = _simulate(tmp_path, objs, _sort_config({"queueSort": RANK_SORT}))
     assert ranked.placements == {"default/early": None, "default/late": "n1"}

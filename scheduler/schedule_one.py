@@ -318,8 +318,8 @@ class SchedulerCore:
         if self.framework.queue_sort is not None:
             self.queue.set_less(self.framework.queue_sort.less)
         if self.framework.pre_enqueue_plugins:
-            self.queue.pre_enqueue = self.framework.run_pre_enqueue
-            self.queue.pre_enqueue_gated = self.framework.run_pre_enqueue
+            self.queue.pre_enqueue = self._run_pre_enqueue
+            self.queue.pre_enqueue_gated = self._run_pre_enqueue
         self.evaluator.fast_dry_run = self.vectorized
         self.next_start_node_index = 0
         # Which cycles record plugin durations: its own generator, so that metrics never
@@ -729,17 +729,24 @@ class SchedulerCore:
         self.observer.extension_point(point, code, time.perf_counter() - t0)
         return result
 
+    def _run_pre_enqueue(self, pod: PodInfo, gating: str = "") -> Status | None:
+        """The PreEnqueue checks, timed as upstream's runPreEnqueuePluginsForPod (extension
+        point ``PreEnqueue``, with the status of the plugin that keeps the pod out)."""
+        obs = self.observer
+        if obs is None:
+            return self.framework.run_pre_enqueue(pod, gating)
+        t0 = time.perf_counter()
+        st = self.framework.run_pre_enqueue(pod, gating)
+        code = "Success" if st is None else CODE_NAMES[st.code]
+        obs.extension_point("PreEnqueue", code, time.perf_counter() - t0)
+        return st
+
     def _schedule_pod(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
         n = self.snapshot.num_nodes()
         if n == 0:
             raise _NoNodesError(ERR_NO_NODES)
         obs = self.observer
-        t0 = time.perf_counter()
         feasible, rows, diagnosis = self._find_feasible(state, pod)
-        if obs is not None:  # PreFilter and Filter together (their split is not kept)
-            obs.extension_point(
-                "Filter", "Success" if feasible else "Unschedulable", time.perf_counter() - t0
-            )
         if not feasible:
             raise _FitError(diagnosis)
         evaluated = len(diagnosis.node_to_status) + len(feasible)
@@ -834,7 +841,11 @@ class SchedulerCore:
         snap = self.snapshot
         nodes = snap.node_info_list
         diagnosis = Diagnosis(num_all_nodes=len(nodes))
+        obs = self.observer
+        t0 = time.perf_counter()
         pre_result, st = fw.run_pre_filter(state, pod, snap)
+        if obs is not None:  # upstream's RunPreFilterPlugins
+            obs.extension_point("PreFilter", CODE_NAMES[st.code], time.perf_counter() - t0)
         if not st.is_success():
             if st.code == Code.ERROR:
                 raise _CycleError(f"running PreFilter plugin {st.plugin}: {st.message()}")
@@ -849,7 +860,11 @@ class SchedulerCore:
         if nominated:
             nominated_info = snap.get(nominated)
             if nominated_info is not None and nominated_info.node is not None:
+                t0 = time.perf_counter()
                 st = fw.run_filter_with_nominated_pods(state, pod, nominated_info)
+                if obs is not None:  # upstream's evaluateNominatedNode filters it on its own
+                    code = "Error" if st.code == Code.ERROR else "Success"
+                    obs.extension_point("Filter", code, time.perf_counter() - t0)
                 if st.is_success():
                     return [nominated_info], None, diagnosis
                 if st.code == Code.ERROR:
@@ -875,20 +890,29 @@ class SchedulerCore:
         if not fw.score_plugins:
             want = 1  # nothing would tell feasible nodes apart: take the first (upstream)
         start = self.next_start_node_index % total
-        plan = fw.filter_plan(state, pod, snap) if self.vectorized else None
-        rows: IntpArray | None = None
-        if plan is None:
-            feasible, processed = self._filter_nodes(state, pod, nodes, start, want, diagnosis)
-        else:
-            sure, residual = plan
-            if restricted:
-                positions = [snap.position(ni.name) for ni in nodes]
-                base = np.array(positions, dtype=np.intp)
+        # Upstream's findNodesThatPassFilters times the Filter point over all the nodes it
+        # checks: "Success" whether or not one fits, "Error" when a plugin failed.
+        t0 = time.perf_counter()
+        code = "Error"
+        try:
+            plan = fw.filter_plan(state, pod, snap) if self.vectorized else None
+            rows: IntpArray | None = None
+            if plan is None:
+                feasible, processed = self._filter_nodes(state, pod, nodes, start, want, diagnosis)
             else:
-                base = np.arange(total, dtype=np.intp)
-            feasible, rows, processed = self._filter_nodes_in_bulk(
-                state, pod, nodes, base, sure, residual, start, want, diagnosis
-            )
+                sure, residual = plan
+                if restricted:
+                    positions = [snap.position(ni.name) for ni in nodes]
+                    base = np.array(positions, dtype=np.intp)
+                else:
+                    base = np.arange(total, dtype=np.intp)
+                feasible, rows, processed = self._filter_nodes_in_bulk(
+                    state, pod, nodes, base, sure, residual, start, want, diagnosis
+                )
+            code = "Success"
+        finally:
+            if obs is not None:
+                obs.extension_point("Filter", code, time.perf_counter() - t0)
         self.next_start_node_index = (start + processed) % total
         return feasible, rows, diagnosis
 

@@ -651,14 +651,21 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
             )
             == 12
         )
-        assert (
-            sample(
+        # As upstream: PreEnqueue as each pod enters the queue, PreFilter on its own, and
+        # Filter over the nodes checked, "Success" whether or not a node fits.
+        for point in ("PreEnqueue", "PreFilter", "Filter"):
+            count = sample(
                 "scheduler_framework_extension_point_duration_seconds_count",
-                extension_point="Filter",
-                status="Unschedulable",
+                extension_point=point,
+                status="Success",
                 **prof,
             )
-            == 1
+            assert count == 13, point
+        assert not sample(
+            "scheduler_framework_extension_point_duration_seconds_count",
+            extension_point="Filter",
+            status="Unschedulable",
+            **prof,
         )
         assert sample("scheduler_pod_scheduling_sli_duration_seconds_count", attempts="1") == 12
         assert sample("scheduler_unschedulable_pods", plugin="NodeResourcesFit", **prof) == 1
@@ -688,6 +695,15 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
             if s.name.endswith("_count") and s.value
         ]
         assert sampled, "no sampled plugin durations in 13 cycles"
+
+        h.event("pods", "ADDED", make_pod("gated").gates("example.com/wait").obj())
+        gated = sample(
+            "scheduler_framework_extension_point_duration_seconds_count",
+            extension_point="PreEnqueue",
+            status="UnschedulableAndUnresolvable",  # SchedulingGates' answer
+            **prof,
+        )
+        assert gated == 1
 
     _run(go())
 

@@ -468,3 +468,29 @@ def test_pre_enqueue_asks_the_plugin_that_gated_the_pod_first() -> None:
     assert fw.run_pre_enqueue(pod, "A") is None and calls == ["A", "B"]
     calls.clear()
     assert fw.run_pre_enqueue(pod, "Gone") is None and calls == ["A", "B"]
+
+
+def test_a_sampled_cycle_times_each_filter_plugin_on_each_node() -> None:
+    """Upstream's runFilterPlugin under ShouldRecordPluginMetrics: one observation per
+    plugin and node, with the plugin's status; the first rejection stops the node's run."""
+    fw = framework(NodeResourcesFit(), NeedsCompany())
+    seen: list[tuple[str, str, str]] = []
+    state = CycleState()
+    state.plugin_timer = lambda plugin, point, status, seconds: seen.append((plugin, point, status))
+    for p in fw.pre_filter_plugins:
+        p.pre_filter(state, pod("p", 0, "1"), Snapshot())
+    assert not fw.run_filter(state, pod("p", 0, "1"), node()).is_success()
+    assert seen == [
+        ("NodeResourcesFit", "Filter", "Success"),
+        ("NeedsCompany", "Filter", "Unschedulable"),
+    ]
+    seen.clear()
+    big = pod("big", 0, "2")
+    for p in fw.pre_filter_plugins:
+        p.pre_filter(state, big, Snapshot())
+    assert not fw.run_filter(state, big, node(pod("a", 0, "3"))).is_success()
+    assert seen == [("NodeResourcesFit", "Filter", "Unschedulable")]
+    seen.clear()
+    state.plugin_timer = None  # an unsampled cycle observes nothing
+    fw.run_filter(state, pod("p", 0, "1"), node())
+    assert seen == []

@@ -695,6 +695,8 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
             if s.name.endswith("_count") and s.value
         ]
         assert sampled, "no sampled plugin durations in 13 cycles"
+        filters = {s.labels["plugin"] for s in sampled if s.labels["extension_point"] == "Filter"}
+        assert "NodeResourcesFit" in filters, sampled  # Filter plugins are timed one by one
 
         h.event("pods", "ADDED", make_pod("gated").gates("example.com/wait").obj())
         gated = sample(

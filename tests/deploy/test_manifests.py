@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from scheduler import cli
 from scheduler.config import parse_config
 from scheduler.kube.auth import DelegatedAuth
-from scheduler.server import HealthServer
+from scheduler.server import ClientCert, HealthServer
 from scheduler.servingcert import server_context
 from tests.deploy.dockerfile import Dockerfile
 from tests.scripts import load_script
@@ -155,8 +155,10 @@ def test_probe_paths_are_served_by_the_secure_port_without_credentials() -> None
     api = _DenyingApiServer()
     auth = DelegatedAuth(api)  # type: ignore[arg-type]
 
-    async def guard(method: str, path: str, authorization: str | None) -> tuple[int, str]:
-        d = await auth.check(method, path, authorization)
+    async def guard(
+        method: str, path: str, authorization: str | None, cert: ClientCert | None
+    ) -> tuple[int, str]:
+        d = await auth.check(method, path, authorization, cert)
         return d.status, d.message
 
     async def probe(ok: bool) -> list[int]:

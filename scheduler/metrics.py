@@ -1,11 +1,29 @@
-"""Prometheus metrics with upstream kube-scheduler's names, on a private registry."""
+"""Prometheus metrics with upstream kube-scheduler's names, on a private registry.
+
+The metrics are written on every scheduling cycle (a dozen histogram observations per pod),
+by one thread: the event loop. prometheus_client's Counter, Gauge and Histogram take a lock
+on every write and walk the buckets in Python, which was 3-4 % of the process's time at a
+hundred pods a second (docs/benchmarks.md, round 13). The families here keep plain numbers
+(a write is an addition; a histogram finds its bucket by bisection) and are exported by
+prometheus_client's registry and text format at scrape time, as any custom collector.
+A scrape from another thread reads numbers the loop may be updating: a histogram's count
+and sum can be one observation apart, as with prometheus_client's own per-value locks.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
+from prometheus_client import utils as _prom_utils
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 # Upstream's buckets: exponential from 1 ms by 2 (15) for the algorithm and the SLI,
 # from 0.1 ms by 2 (12) for extension points, from 0.01 ms by 1.5 (20) for plugins.
@@ -14,16 +32,172 @@ _EXT_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
 _PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
 _SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 
-__all__ = ["Metrics"]
+# The text format's spelling of a bucket bound ("+Inf", "0.001"), as prometheus_client's own.
+_bound_text: Callable[[float], str] = _prom_utils.floatToGoString
+
+__all__ = ["Counter", "Gauge", "Histogram", "Metrics"]
+
+
+class Value:
+    """One counter or gauge series: a number."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
+
+    def dec(self, amount: float = 1.0) -> None:
+        self.value -= amount
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+
+class HistogramValue:
+    """One histogram series: a count per bucket (not cumulated until exported) and a sum."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * len(bounds)
+        self.sum = 0.0
+
+    def observe(self, amount: float) -> None:
+        # The first bucket whose upper bound is >= amount ("le"); the last bound is +Inf.
+        self.counts[bisect_left(self.bounds, amount)] += 1
+        self.sum += amount
+
+
+V = TypeVar("V", Value, HistogramValue)
+
+
+class _Family(Generic[V]):
+    """A metric and its series by label values; registered as a collector."""
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str] = (),
+        *,
+        registry: CollectorRegistry,
+    ) -> None:
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self._series: dict[tuple[str, ...], V] = {}
+        registry.register(self)
+
+    def _new(self) -> V:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> V:
+        series = self._series.get(values)
+        if series is None:
+            if len(values) != len(self.labelnames):
+                raise ValueError(
+                    f"metric {self.name}: {len(self.labelnames)} label values needed "
+                    f"({', '.join(self.labelnames)}), got {len(values)}"
+                )
+            series = self._series[values] = self._new()
+        return series
+
+    def describe(self) -> list[Metric]:
+        return [self._family()]
+
+    def collect(self) -> Iterator[Metric]:
+        family = self._family()
+        for values, series in list(self._series.items()):
+            self._add(family, list(values), series)
+        yield family
+
+    def _family(self) -> Metric:
+        raise NotImplementedError
+
+    def _add(self, family: Any, values: list[str], series: V) -> None:
+        raise NotImplementedError
+
+
+class Counter(_Family[Value]):
+    def _new(self) -> Value:
+        return Value()
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.labels().value += amount
+
+    @property
+    def value(self) -> float:
+        """The unlabelled series' value."""
+        return self.labels().value
+
+    def _family(self) -> Metric:
+        return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def _add(self, family: Any, values: list[str], series: Value) -> None:
+        family.add_metric(values, series.value)
+
+
+class Gauge(_Family[Value]):
+    def _new(self) -> Value:
+        return Value()
+
+    def set(self, value: float) -> None:
+        self.labels().set(value)
+
+    @property
+    def value(self) -> float:
+        """The unlabelled series' value."""
+        return self.labels().value
+
+    def _family(self) -> Metric:
+        return GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def _add(self, family: Any, values: list[str], series: Value) -> None:
+        family.add_metric(values, series.value)
+
+
+class Histogram(_Family[HistogramValue]):
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str] = (),
+        *,
+        buckets: Sequence[float],
+        registry: CollectorRegistry,
+    ) -> None:
+        bounds = sorted(float(b) for b in buckets)
+        if not bounds or bounds[-1] != float("inf"):
+            bounds.append(float("inf"))
+        self.bounds = tuple(bounds)
+        super().__init__(name, documentation, labelnames, registry=registry)
+
+    def _new(self) -> HistogramValue:
+        return HistogramValue(self.bounds)
+
+    def observe(self, amount: float) -> None:
+        self.labels().observe(amount)
+
+    def _family(self) -> Metric:
+        return HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+    def _add(self, family: Any, values: list[str], series: HistogramValue) -> None:
+        cumulative = 0
+        buckets: list[tuple[str, float]] = []
+        for bound, n in zip(self.bounds, list(series.counts), strict=True):
+            cumulative += n
+            buckets.append((_bound_text(bound), float(cumulative)))
+        family.add_metric(values, buckets, series.sum)
 
 
 class Metrics:
     def __init__(self, profile: str) -> None:
         self.profile = profile
         r = self.registry = CollectorRegistry()
-        # (metric, label values) -> its child: prometheus_client's labels() validates and
-        # locks on every call, and the cycle observes several labelled metrics per pod.
-        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self._unschedulable_seen: set[str] = set()
         self.algorithm_seconds = Histogram(
             "scheduler_scheduling_algorithm_duration_seconds",
@@ -194,13 +368,8 @@ class Metrics:
         )
 
     def child(self, metric: Any, *values: str) -> Any:
-        """``metric.labels(*values)``, remembered (label values come from small sets:
-        extension points, plugins, statuses, queues, events)."""
-        key = (id(metric), values)
-        found = self._children.get(key)
-        if found is None:
-            found = self._children[key] = metric.labels(*values)
-        return found
+        """``metric.labels(*values)``: one series of a labelled metric."""
+        return metric.labels(*values)
 
     # ------------------------------------------------------------------ the cycle observer
     # (scheduler.schedule_one.CycleObserver): upstream's per-cycle metrics.

@@ -1,9 +1,11 @@
 """An async raw-JSON client over the official client's asyncio package (``kubernetes.aio``).
 
-What it owns: one aiohttp connection pool per client, authentication (the official loaders:
-kubeconfig with exec plugins and token refresh, or in-cluster config with its rotating
-ServiceAccount token), a client-go style token bucket (QPS/burst) per client, translation of
-failures into ``scheduler.kube.errors``, and streaming of watch responses line by line.
+What it owns: one keep-alive connection pool per client (``scheduler.kube.http1``, which
+also opens each watch's connection; aiohttp when a proxy is set), authentication (the
+official loaders: kubeconfig with exec plugins and token refresh, or in-cluster config with
+its rotating ServiceAccount token), a client-go style token bucket (QPS/burst) per client,
+translation of failures into ``scheduler.kube.errors``, and streaming of watch responses
+line by line.
 
 Why raw JSON and not the generated models: the scheduler decodes API objects itself
 (``scheduler.decode``; the same decoder serves ``simulate`` and ``explain``), the generated
@@ -329,7 +331,43 @@ class KubeClient:
         self, path: str, *, query: Mapping[str, Any], read_timeout: float
     ) -> AsyncIterator[bytes]:
         """GET a streaming response (a watch) and yield its lines. The stream ends when the
-        server closes it; a broken connection raises Unreachable, a refusal ApiError."""
+        server closes it; a broken connection raises Unreachable, a refusal ApiError. On a
+        connection of its own (``scheduler.kube.http1``), or aiohttp when a proxy is set."""
+        if self._proxy is not None:
+            async for line in self._stream_via_session(
+                path, query=query, read_timeout=read_timeout
+            ):
+                yield line
+            return
+        await self._take_token()
+        try:
+            stream = await self._get_pool().open_stream(
+                _target(path, query),
+                headers=await self._headers("application/json"),
+                timeout=self.timeout,
+            )
+        except HttpError as e:
+            raise Unreachable(self._unreachable("GET", path, e)) from e
+        try:
+            if stream.status >= 300:
+                try:
+                    data = await stream.read_body(self.timeout)
+                except HttpError as e:
+                    raise Unreachable(self._unreachable("GET", path, e)) from e
+                raise error_for_status(
+                    stream.status, f"GET {path}: {stream.status}: {_detail(data)}"
+                )
+            try:
+                async for line in stream.lines(read_timeout):
+                    yield line
+            except HttpError as e:
+                raise Unreachable(self._unreachable("GET", path, e)) from e
+        finally:
+            stream.close()
+
+    async def _stream_via_session(
+        self, path: str, *, query: Mapping[str, Any], read_timeout: float
+    ) -> AsyncIterator[bytes]:
         limit = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=read_timeout)
         resp = await self._send(
             "GET", path, query=query, body=None, content_type="application/json", timeout=limit

@@ -22,7 +22,7 @@ and a retry cannot make two events (the retry's 409 AlreadyExists means it is th
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -53,8 +53,15 @@ SERIES_FINISH_SECONDS = 6 * 60.0
 SERIES_REFRESH_SECONDS = 30 * 60.0
 
 
+@functools.lru_cache(maxsize=4)
+def _rfc3339(second: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+
+
 def now_rfc3339() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """The current UTC time to the second, as the API's timestamps are written (formatted
+    once per second: every bound pod's event and status patch asks for it)."""
+    return _rfc3339(int(time.time()))
 
 
 def _truncate(msg: str, limit: int = EVENT_MESSAGE_LIMIT) -> str:

@@ -301,3 +301,143 @@ def test_tls_under_uvloop_as_the_scheduler_runs() -> None:
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(asyncio.wait_for(body(), 20))
+
+
+# ---------------------------------------------------------------------- watch streams
+
+Script = list[bytes | float | None]  # bytes to write, a pause (s), None: hang up abruptly
+
+
+async def stream_server(script: Script, *, status: str = "200 OK") -> tuple[list[bytes], str]:
+    """A server that answers each GET with a chunked response written piece by piece as
+    ``script`` says (each bytes item one HTTP chunk); the requests it read are listed."""
+    requests: list[bytes] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        requests.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(
+            f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n".encode()
+        )
+        for step in script:
+            if step is None:
+                writer.transport.abort()
+                return
+            if isinstance(step, float):
+                await writer.drain()
+                await asyncio.sleep(step)
+                continue
+            writer.write(b"%x\r\n%s\r\n" % (len(step), step))
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(0.05)
+        writer.close()
+
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0)
+    _SERVERS.append(srv)
+    return requests, f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
+
+
+def kube(base: str) -> Any:
+    from kubernetes.aio import client as aio_client
+
+    from scheduler.kube.client import KubeClient
+
+    return KubeClient(aio_client.Configuration(host=base), qps=1000, burst=1000, timeout=5)
+
+
+async def read_all(client: Any, read_timeout: float = 5.0) -> list[bytes]:
+    return [
+        line
+        async for line in client.stream(
+            "/api/v1/pods", query={"watch": "1"}, read_timeout=read_timeout
+        )
+    ]
+
+
+@sync
+async def test_a_watch_yields_whole_lines_however_the_chunks_cut_them() -> None:
+    """Several lines in one chunk, a line cut across chunks and reads, a long line in many
+    pieces, blank lines dropped, a last line without its line break, and the end of the
+    response ending the iteration."""
+    long_line = b'{"type":"ADDED","object":{"x":"' + b"y" * 100_000 + b'"}}'
+    pieces = [long_line[i : i + 4096] for i in range(0, len(long_line), 4096)]
+    script: Script = [
+        b'{"a":1}\n{"b":2}\n\n{"c":',
+        0.02,
+        b"3}\n",
+        *pieces,
+        b"\n",
+        0.02,
+        b'{"d":4}',
+    ]
+    requests, base = await stream_server(script)
+    client = kube(base)
+    got = await read_all(client)
+    assert got == [b'{"a":1}', b'{"b":2}', b'{"c":3}', long_line, b'{"d":4}']
+    assert requests[0].startswith(b"GET /api/v1/pods?watch=1 HTTP/1.1\r\n")
+    await client.close()
+
+
+@sync
+async def test_a_refused_watch_is_the_api_error_with_the_servers_message() -> None:
+    from scheduler.kube.errors import Forbidden
+
+    status = b'{"kind":"Status","message":"pods is forbidden: User \\"x\\" cannot watch"}'
+    _, base = await stream_server([status], status="403 Forbidden")
+    client = kube(base)
+    with pytest.raises(Forbidden, match='GET /api/v1/pods: 403: pods is forbidden: User "x"'):
+        await read_all(client)
+    await client.close()
+
+
+@sync
+async def test_a_broken_or_silent_watch_is_unreachable() -> None:
+    """A connection that breaks mid-stream, or sends nothing for the read timeout, ends the
+    stream with Unreachable (the informer resumes from its last version) after the lines
+    that did arrive."""
+    from scheduler.kube.errors import Unreachable
+
+    _, base = await stream_server([b'{"a":1}\n{"b":', 0.02, None])
+    client = kube(base)
+    seen: list[bytes] = []
+    with pytest.raises(Unreachable, match="connection closed before the response was complete"):
+        async for line in client.stream("/api/v1/pods", query={}, read_timeout=5):
+            seen.append(line)
+    assert seen == [b'{"a":1}']
+
+    _, base = await stream_server([b'{"a":1}\n', 2.0, b'{"b":2}\n'])
+    client2 = kube(base)
+    seen = []
+    with pytest.raises(Unreachable, match=r"no data within 0\.3 s"):
+        async for line in client2.stream("/api/v1/pods", query={}, read_timeout=0.3):
+            seen.append(line)
+    assert seen == [b'{"a":1}']
+    await client.close()
+    await client2.close()
+
+
+@sync
+async def test_a_reader_that_falls_behind_pauses_the_connection_and_loses_nothing() -> None:
+    """Lines received and not read are bounded: above the high-water mark the connection
+    stops reading (TCP pushes back on the server) until the reader has taken them all."""
+    import scheduler.kube.http1 as http1
+
+    lines = [b'{"n":%d,"pad":"%s"}' % (i, b"x" * 1000) for i in range(2000)]
+    script: Script = [b"\n".join(lines[i : i + 50]) + b"\n" for i in range(0, 2000, 50)]
+    _, base = await stream_server(script)
+    p = pool(base)
+    old = http1.STREAM_HIGH_WATER
+    http1.STREAM_HIGH_WATER = 100
+    try:
+        stream = await p.open_stream("/api/v1/pods", headers={}, timeout=5)
+        await asyncio.sleep(0.3)  # the server has written everything by now
+        assert stream._paused
+        # stopped within one read of the mark (uvloop reads up to 256 KiB: 256 such lines)
+        assert 100 < len(stream._lines) <= 100 + 300
+        got = [line async for line in stream.lines(5)]
+    finally:
+        http1.STREAM_HIGH_WATER = old
+    assert got == lines
+    stream.close()
+    await p.close()

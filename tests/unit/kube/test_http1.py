@@ -216,6 +216,23 @@ async def test_open_connections_are_bounded_by_the_size() -> None:
 
 
 @sync
+async def test_waiting_for_a_free_connection_counts_in_the_timeout() -> None:
+    """With every connection busy, a call waits for one only as long as its timeout, and
+    gives its slot back whatever happened (the next call still gets through)."""
+    _, base = await serve(lambda req: None if b"hang" in req else ok())
+    p = pool(base, size=1)
+    hung = asyncio.create_task(p.request("GET", "/hang", headers={}, body=None, timeout=0.5))
+    await asyncio.sleep(0.05)
+    with pytest.raises(HttpError, match=r"no response within 0\.2 s"):
+        await p.request("GET", "/queued", headers={}, body=None, timeout=0.2)
+    with pytest.raises(HttpError, match=r"no response within 0\.5 s"):
+        await hung
+    assert (await p.request("GET", "/next", headers={}, body=None, timeout=5))[0] == 200
+    assert not p._slots.locked()
+    await p.close()
+
+
+@sync
 async def test_header_values_with_line_breaks_are_refused() -> None:
     server, base = await serve(lambda req: ok())
     p = pool(base)

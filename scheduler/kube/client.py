@@ -12,7 +12,7 @@ Why raw JSON and not the generated models: the scheduler decodes API objects its
 models cost time, and for the Binding subresource they fail to deserialise a successful
 reply. From ``kubernetes.aio`` we take the configuration loaders and the authentication
 settings (``Configuration.auth_settings``: the bearer token, refreshed by the loaders'
-hooks); the request itself goes straight to our own aiohttp session with an orjson body.
+hooks); the request itself goes straight to our own connection pool with an orjson body.
 The generated ``ApiClient.call_api`` path measured at a quarter of the scheduler's CPU
 (generic body sanitising, and aiohttp's ``trust_env``, which looks up proxy settings in a
 thread for every request): we read the proxy environment once, at start.

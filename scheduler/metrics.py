@@ -122,42 +122,35 @@ class _Family(Generic[V]):
         raise NotImplementedError
 
 
-class Counter(_Family[Value]):
+class _Scalar(_Family[Value]):
+    """A family whose series are single numbers (counters, gauges)."""
+
     def _new(self) -> Value:
         return Value()
-
-    def inc(self, amount: float = 1.0) -> None:
-        self.labels().value += amount
 
     @property
     def value(self) -> float:
         """The unlabelled series' value."""
         return self.labels().value
+
+    def _add(self, family: Any, values: list[str], series: Value) -> None:
+        family.add_metric(values, series.value)
+
+
+class Counter(_Scalar):
+    def inc(self, amount: float = 1.0) -> None:
+        self.labels().value += amount
 
     def _family(self) -> Metric:
         return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
-    def _add(self, family: Any, values: list[str], series: Value) -> None:
-        family.add_metric(values, series.value)
 
-
-class Gauge(_Family[Value]):
-    def _new(self) -> Value:
-        return Value()
-
+class Gauge(_Scalar):
     def set(self, value: float) -> None:
         self.labels().set(value)
 
-    @property
-    def value(self) -> float:
-        """The unlabelled series' value."""
-        return self.labels().value
-
     def _family(self) -> Metric:
         return GaugeMetricFamily(self.name, self.documentation, labels=self.labelnames)
-
-    def _add(self, family: Any, values: list[str], series: Value) -> None:
-        family.add_metric(values, series.value)
 
 
 class Histogram(_Family[HistogramValue]):

@@ -46,17 +46,14 @@ class HttpError(Exception):
     protocol error, timeout). The message says which."""
 
 
-class _Connection(asyncio.Protocol):
-    """One keep-alive connection; at most one request in flight (no pipelining)."""
+class _Response(asyncio.Protocol):
+    """What both kinds of connection share: the transport, httptools' response parser fed
+    with every read, and ``_broken`` called with the error when the response cannot be
+    parsed (the connection is then closed)."""
 
-    def __init__(self, pool: ConnectionPool) -> None:
-        self.pool = pool
+    def __init__(self) -> None:
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpResponseParser(self)
-        self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
-        self.timer: asyncio.TimerHandle | None = None
-        self.body: list[bytes] = []
-        self.closed = False
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -67,8 +64,29 @@ class _Connection(asyncio.Protocol):
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError as e:
-            self._fail(HttpError(f"unreadable HTTP response: {e}"))
+            self._broken(HttpError(f"unreadable HTTP response: {e}"))
             self.close()
+
+    def _broken(self, err: HttpError) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+
+class _Connection(_Response):
+    """One keep-alive connection; at most one request in flight (no pipelining)."""
+
+    def __init__(self, pool: ConnectionPool) -> None:
+        super().__init__()
+        self.pool = pool
+        self.waiter: asyncio.Future[tuple[int, bytes]] | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.body: list[bytes] = []
+        self.closed = False
+
+    def _broken(self, err: HttpError) -> None:
+        self._fail(err)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -134,13 +152,12 @@ def _expire(waiter: asyncio.Future[None], message: str) -> None:
         waiter.set_exception(HttpError(message))
 
 
-class LineStream(asyncio.Protocol):
+class LineStream(_Response):
     """One streaming response on a connection of its own: ``status`` once the headers are
     in, then the body's lines (``lines``), or the whole body (``read_body``) of a refusal."""
 
     def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.parser = httptools.HttpResponseParser(self)
+        super().__init__()
         self.status = 0
         self._headers: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._lines: deque[bytes] = deque()
@@ -151,16 +168,8 @@ class LineStream(asyncio.Protocol):
         self._wakeup: asyncio.Future[None] | None = None
         self._paused = False
 
-    # asyncio.Protocol
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = cast(asyncio.Transport, transport)
-
-    def data_received(self, data: bytes) -> None:
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError as e:
-            self._stop(HttpError(f"unreadable HTTP response: {e}"))
-            self.close()
+    def _broken(self, err: HttpError) -> None:
+        self._stop(err)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if not self._complete:

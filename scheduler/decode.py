@@ -57,6 +57,7 @@ __all__ = [
     "ObjectDecoder",
     "load_documents",
     "loads_json",
+    "loads_watch_event",
 ]
 
 try:
@@ -71,6 +72,34 @@ except ImportError:  # pragma: no cover - orjson is a dependency; this keeps a b
 
     def loads_json(data: bytes | str) -> Any:
         return json.loads(data)
+
+
+# metadata.managedFields in the API server's JSON: ManagedFields is the last field of
+# ObjectMeta, and Go's encoder writes struct fields in their order, so in a Pod or a Node
+# the list is closed by "]", then metadata's "}", then ',"spec":'. Neither marker can occur
+# inside a JSON string: its quote after the comma would be escaped.
+_MANAGED_FIELDS = b',"managedFields":['
+_METADATA_END = b']},"spec":'
+
+
+def loads_watch_event(line: bytes) -> Any:
+    """``loads_json`` of one watch event, without the object's ``metadata.managedFields``.
+
+    Nothing in the scheduler reads them, and they are the larger part of a pod's or a
+    node's JSON (a pod bound and started by kwok: 1.6 of 3.8 KB, 55 % of orjson's time;
+    kube-scheduler's informers drop them too, after decoding). The bytes of the list are
+    cut out before decoding when the cut is certain: both markers found, and the list's own
+    brackets the only ones between them (entries hold strings and maps, no lists), so the
+    list ends exactly where metadata does. Otherwise (a field after the list, a bracket in
+    a field's name) the line is decoded whole, as before: slower, never different."""
+    start = line.find(_MANAGED_FIELDS)
+    if start >= 0:
+        end = line.find(_METADATA_END, start)
+        if end >= 0:
+            cut = line[start : end + 1]
+            if cut.count(b"[") == 1 and cut.count(b"]") == 1:
+                line = line[:start] + line[end + 1 :]
+    return loads_json(line)
 
 
 _SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when PyYAML has it

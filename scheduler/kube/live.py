@@ -23,10 +23,10 @@ import structlog
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
-from scheduler.decode import ObjectDecoder
+from scheduler.decode import ObjectDecoder, loads_watch_event
 from scheduler.eventhandlers import EventHandlers
 from scheduler.kube.binder import Binder
-from scheduler.kube.client import KubeClient, load_configuration, loads_json
+from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.events import EventRecorder
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.preemption import PreemptionExecutor
@@ -151,7 +151,7 @@ class LiveScheduler:
             handler=handler,
             on_error=on_error or self.handlers.rejected(res.kind),
             decode_errors=DECODE_ERRORS,
-            loads=loads_json,
+            loads=loads_watch_event,
         )
 
     # ------------------------------------------------------------------ plumbing

@@ -19,9 +19,10 @@ from scheduler.framework.interface import Code
 from scheduler.schedule_one import (
     BindOutcome,
     SchedulerCore,
+    _FeasibleNodes,
     num_feasible_nodes_to_find,
 )
-from scheduler.types import NodeRecord, PodInfo
+from scheduler.types import NodeInfo, NodeRecord, PodInfo
 from tests.builders import make_node, make_pod
 from tests.unit.fakes import Failed, FakeFilter, RecordingBinder, RecordingRecorder
 
@@ -762,3 +763,18 @@ def test_the_left_over_flush_runs_only_when_asked() -> None:
     assert h.where("p") == UNSCHEDULABLE_Q
     h.core.flush()
     assert h.where("p") in (ACTIVE_Q, BACKOFF_Q)
+
+
+def test_the_bulk_filters_feasible_nodes_read_as_a_list_of_them() -> None:
+    infos = [NodeInfo(make_node(f"n{i}")) for i in range(6)]
+    at = [4, 1, 5]
+    lazy = _FeasibleNodes(infos, at)
+    plain = [infos[j] for j in at]
+    assert len(lazy) == 3
+    assert list(lazy) == plain
+    assert [lazy[i] for i in range(-3, 3)] == plain[-3:] + plain
+    assert lazy[1:] == plain[1:] and lazy[::-1] == plain[::-1]
+    assert infos[5] in lazy and infos[0] not in lazy
+    assert lazy.index(infos[1]) == 1
+    with pytest.raises(IndexError):
+        lazy[3]

@@ -1,0 +1,168 @@
+"""``loads_watch_event``: a watch line decoded without the object's managedFields, or decoded
+whole; never anything else."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from scheduler.decode import loads_json, loads_watch_event
+
+MANAGED = [
+    {
+        "manager": "kwok",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "time": "2026-11-27T01:38:45Z",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {
+            "f:status": {
+                "f:conditions": {
+                    'k:{"type":"Ready"}': {".": {}, "f:status": {}, "f:type": {}},
+                },
+                "f:containerStatuses": {},
+                "f:phase": {},
+            }
+        },
+        "subresource": "status",
+    },
+    {
+        "manager": "bench",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "time": "2026-11-27T01:38:45Z",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {
+            "f:metadata": {"f:labels": {".": {}, "f:group": {}}},
+            "f:spec": {"f:containers": {'k:{"name":"c"}': {".": {}, "f:image": {}}}},
+        },
+    },
+]
+
+
+def pod_event(managed: Any = MANAGED, *, after: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A MODIFIED event with the API server's field order (ObjectMeta's managedFields last)."""
+    meta: dict[str, Any] = {
+        "name": "tp-00000",
+        "namespace": "bench",
+        "uid": "75d21992-8661-4aad-8c8f-99630318ce5a",
+        "resourceVersion": "225250",
+        "creationTimestamp": "2026-11-27T01:38:45Z",
+        "labels": {"group": "tp"},
+        "annotations": {"note": '"managedFields":[ ]},"spec":'},
+    }
+    if managed is not None:
+        meta["managedFields"] = managed
+    meta.update(after or {})
+    return {
+        "type": "MODIFIED",
+        "object": {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "metadata": meta,
+            "spec": {
+                "nodeName": "node-1",
+                "containers": [{"name": "c", "image": "x", "resources": {}}],
+                "tolerations": [{"key": "a", "operator": "Exists"}],
+            },
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+        },
+    }
+
+
+def without_managed(event: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(event)
+    out["object"]["metadata"].pop("managedFields", None)
+    return out
+
+
+def test_managed_fields_are_left_out_and_everything_else_kept() -> None:
+    event = pod_event()
+    line = orjson.dumps(event)
+    got = loads_watch_event(line)
+    assert got == without_managed(event)
+    assert "managedFields" not in got["object"]["metadata"]
+    assert got["object"]["metadata"]["annotations"] == event["object"]["metadata"]["annotations"]
+
+
+def test_a_node_event_too() -> None:
+    event = {
+        "type": "ADDED",
+        "object": {
+            "kind": "Node",
+            "apiVersion": "v1",
+            "metadata": {"name": "n1", "labels": {"a": "b"}, "managedFields": MANAGED},
+            "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"allocatable": {"cpu": "4"}},
+        },
+    }
+    assert loads_watch_event(orjson.dumps(event)) == without_managed(event)
+
+
+def test_an_empty_list_and_no_list_at_all() -> None:
+    event = pod_event([])
+    assert loads_watch_event(orjson.dumps(event)) == without_managed(event)
+    event = pod_event(None)
+    assert loads_watch_event(orjson.dumps(event)) == event
+
+
+def test_a_field_after_the_list_means_a_whole_decode() -> None:
+    # If ObjectMeta ever grows a field after managedFields, the cut could take it along:
+    # such a line is decoded whole.
+    for after in ({"finalizers": ["x"]}, {"extra": {"k": "v"}}, {"extra": "s"}):
+        event = pod_event(after=after)
+        assert loads_watch_event(orjson.dumps(event)) == event
+
+
+def test_a_bracket_in_the_list_means_a_whole_decode() -> None:
+    managed = copy.deepcopy(MANAGED)
+    managed[0]["fieldsV1"]["f:spec"] = {'k:{"name":"a]"}': {}}
+    event = pod_event(managed)
+    assert loads_watch_event(orjson.dumps(event)) == event
+
+
+def test_bookmarks_and_errors_are_decoded_as_they_are() -> None:
+    for event in (
+        {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "7"}}},
+        {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}},
+    ):
+        line = orjson.dumps(event)
+        assert loads_watch_event(line) == loads_json(line)
+
+
+_text = st.text(alphabet='ab[]{}",:\\ ', max_size=12) | st.sampled_from(
+    ['"managedFields":[', ']},"spec":', ',"managedFields":[', "]", "["]
+)
+_json: Any = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    before=st.dictionaries(_text, _json, max_size=3),
+    managed=st.none() | st.lists(st.dictionaries(_text, _json, max_size=3), max_size=3),
+    after=st.dictionaries(_text, _json, max_size=2),
+    spec=_json,
+)
+def test_the_result_is_the_whole_object_or_it_without_managed_fields(
+    before: dict[str, Any], managed: Any, after: dict[str, Any], spec: Any
+) -> None:
+    meta = {k: v for k, v in before.items() if k != "managedFields"}
+    if managed is not None:
+        meta["managedFields"] = managed
+    for k, v in after.items():
+        if k != "managedFields":
+            meta[k] = v
+    event = {"type": "MODIFIED", "object": {"kind": "Pod", "metadata": meta, "spec": spec}}
+    got = loads_watch_event(orjson.dumps(event))
+    assert got in (event, without_managed(event))
+    plain = managed is not None and not any(k != "managedFields" for k in after)
+    if plain and b"[" not in orjson.dumps(managed)[1:-1] and b"]" not in orjson.dumps(managed):
+        assert got == without_managed(event)  # the common layout is cut, not decoded whole

@@ -94,11 +94,10 @@ def loads_watch_event(line: bytes) -> Any:
     a field's name) the line is decoded whole, as before: slower, never different."""
     start = line.find(_MANAGED_FIELDS)
     if start >= 0:
-        end = line.find(_METADATA_END, start)
-        if end >= 0:
-            cut = line[start : end + 1]
-            if cut.count(b"[") == 1 and cut.count(b"]") == 1:
-                line = line[:start] + line[end + 1 :]
+        first = start + len(_MANAGED_FIELDS)  # just after the list's "["
+        end = line.find(_METADATA_END, first)
+        if end >= 0 and line.find(b"[", first, end) < 0 and line.find(b"]", first, end) < 0:
+            line = line[:start] + line[end + 1 :]
     return loads_json(line)
 
 

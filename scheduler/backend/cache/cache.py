@@ -172,6 +172,12 @@ class Cache:
         ni.set_node(node, self._bump(node.name))
 
     def update_node(self, node: NodeRecord) -> None:
+        ni = self._nodes.get(node.name)
+        if ni is not None and ni.node == node:
+            # Nothing the scheduler reads changed (a kubelet's or kwok's status heartbeat):
+            # the snapshot need not copy the NodeInfo again. Upstream's UpdateNode bumps
+            # the generation anyway; the snapshot it then builds is the same as this one.
+            return
         self.add_node(node)
 
     def remove_node(self, name: str) -> None:

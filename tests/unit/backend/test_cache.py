@@ -229,6 +229,22 @@ def test_update_node(cache: Cache) -> None:
     assert ni is not None and ni.allocatable.milli_cpu == 8000 and len(ni.pods) == 1
 
 
+def test_an_update_that_changes_nothing_read_leaves_the_snapshot_alone(cache: Cache) -> None:
+    # A status heartbeat decodes to a record equal to the one held: no new generation, so
+    # the snapshot keeps its copy; a real change is taken as before.
+    cache.add_node(make_node("n1").label("zone", "a").record())
+    snap = fresh_snapshot(cache)
+    held = snap.node_info_map["n1"]
+    cache.update_node(make_node("n1").label("zone", "a").record())
+    cache.update_snapshot(snap)
+    assert snap.node_info_map["n1"] is held
+    cache.update_node(make_node("n1").label("zone", "b").record())
+    cache.update_snapshot(snap)
+    copy = snap.node_info_map["n1"]
+    assert copy is not held and copy.node is not None and copy.node.labels["zone"] == "b"
+    assert snapshot_view(snap) == snapshot_view(fresh_snapshot(cache))
+
+
 # --------------------------------------------------------------------------- snapshots
 
 
@@ -303,6 +319,7 @@ def test_incremental_snapshot_equals_a_fresh_one_after_mixed_operations(cache: C
         lambda: cache.add_node(make_node("n2").label("zone", "b").record()),
         lambda: cache.remove_pod("default/a"),
         lambda: cache.remove_node("n3"),
+        lambda: cache.update_node(make_node("n1").alloc(cpu="1", memory="1Gi", pods=5).record()),
         lambda: cache.update_node(make_node("n1").alloc(cpu="1", memory="1Gi", pods=5).record()),
     ]
     for step in steps:

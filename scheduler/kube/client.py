@@ -31,7 +31,7 @@ import ssl
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -274,10 +274,11 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        loads: Callable[[bytes], Any] = loads_json,
     ) -> dict[str, Any]:
-        """One API call after the rate limiter; the decoded JSON body (``{}`` when empty).
-        Raises ApiError (NotFound, Conflict, ... Unreachable). Through the keep-alive pool
-        (``scheduler.kube.http1``), or aiohttp when a proxy is in the way."""
+        """One API call after the rate limiter; the JSON body decoded by ``loads`` (``{}``
+        when empty). Raises ApiError (NotFound, Conflict, ... Unreachable). Through the
+        keep-alive pool (``scheduler.kube.http1``), or aiohttp when a proxy is in the way."""
         if self._proxy is not None:
             status, data = await self._request_via_session(
                 method, path, query=query, body=body, content_type=content_type, timeout=timeout
@@ -299,7 +300,7 @@ class KubeClient:
         if not data:
             return {}
         try:
-            out = loads_json(data)
+            out = loads(data)
         except ValueError as e:
             raise ApiError(f"{method} {path}: response is not JSON") from e
         return out if isinstance(out, dict) else {"items": out}

@@ -213,7 +213,12 @@ class ListWatcher(Protocol):
     """What an informer needs from the API (``KubeClient`` implements it)."""
 
     async def request(
-        self, method: str, path: str, *, query: Mapping[str, Any] | None = None
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        loads: Callable[[bytes], Any] = ...,
     ) -> dict[str, Any]: ...
 
     def stream(
@@ -293,7 +298,7 @@ class Informer(Generic[T]):
             if cont:
                 q["continue"] = cont
             try:
-                out = await self.lw.request("GET", self.resource.path, query=q)
+                out = await self.lw.request("GET", self.resource.path, query=q, loads=self.loads)
             except ApiError as e:
                 if e.status == 410 and cont:
                     # The continue token expired mid-listing: start over in one page.

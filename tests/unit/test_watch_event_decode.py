@@ -125,6 +125,25 @@ def test_a_bracket_in_the_list_means_a_whole_decode() -> None:
     assert loads_watch_event(orjson.dumps(event)) == event
 
 
+def test_every_item_of_a_list_page_loses_its_list_and_only_it() -> None:
+    bracketed = copy.deepcopy(MANAGED)
+    bracketed[0]["fieldsV1"]["f:spec"] = {'k:{"name":"a]"}': {}}
+    items = [
+        pod_event()["object"],
+        pod_event(None)["object"],  # none to cut
+        pod_event(bracketed)["object"],  # kept whole
+        pod_event([])["object"],
+        pod_event(after={"extra": ["x"]})["object"],  # kept whole
+        pod_event()["object"],
+    ]
+    page = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "9"}}
+    page["items"] = items
+    want = copy.deepcopy(page)
+    for i in (0, 3, 5):
+        del want["items"][i]["metadata"]["managedFields"]
+    assert loads_watch_event(orjson.dumps(page)) == want
+
+
 def test_bookmarks_and_errors_are_decoded_as_they_are() -> None:
     for event in (
         {"type": "BOOKMARK", "object": {"kind": "Pod", "metadata": {"resourceVersion": "7"}}},
@@ -144,25 +163,51 @@ _json: Any = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
-@given(
-    before=st.dictionaries(_text, _json, max_size=3),
-    managed=st.none() | st.lists(st.dictionaries(_text, _json, max_size=3), max_size=3),
-    after=st.dictionaries(_text, _json, max_size=2),
-    spec=_json,
+_meta_parts = st.tuples(
+    st.dictionaries(_text, _json, max_size=3),
+    st.none() | st.lists(st.dictionaries(_text, _json, max_size=3), max_size=3),
+    st.dictionaries(_text, _json, max_size=2),
+    _json,
 )
-def test_the_result_is_the_whole_object_or_it_without_managed_fields(
-    before: dict[str, Any], managed: Any, after: dict[str, Any], spec: Any
-) -> None:
+
+
+def _object(parts: tuple[Any, Any, Any, Any]) -> tuple[dict[str, Any], bool]:
+    """A Pod-like object from generated parts, and whether its list must be cut (the common
+    layout: the list last in metadata but not first, no bracket inside it)."""
+    before, managed, after, spec = parts
     meta = {k: v for k, v in before.items() if k != "managedFields"}
     if managed is not None:
         meta["managedFields"] = managed
     for k, v in after.items():
         if k != "managedFields":
             meta[k] = v
-    event = {"type": "MODIFIED", "object": {"kind": "Pod", "metadata": meta, "spec": spec}}
-    got = loads_watch_event(orjson.dumps(event))
-    assert got in (event, without_managed(event))
-    plain = managed is not None and not any(k != "managedFields" for k in after)
-    if plain and b"[" not in orjson.dumps(managed)[1:-1] and b"]" not in orjson.dumps(managed):
-        assert got == without_managed(event)  # the common layout is cut, not decoded whole
+    text = orjson.dumps(managed)[1:-1] if managed is not None else b""
+    plain = (  # (the API server writes name or generateName before it: never first)
+        managed is not None
+        and any(k != "managedFields" for k in before)
+        and not any(k != "managedFields" for k in after)
+        and b"[" not in text
+        and b"]" not in text
+    )
+    return {"kind": "Pod", "metadata": meta, "spec": spec}, plain
+
+
+@settings(max_examples=400, deadline=None)
+@given(parts=st.lists(_meta_parts, min_size=1, max_size=3))
+def test_each_object_comes_back_whole_or_without_managed_fields(
+    parts: list[tuple[Any, Any, Any, Any]],
+) -> None:
+    made = [_object(p) for p in parts]
+    if len(made) == 1:
+        event: dict[str, Any] = {"type": "MODIFIED", "object": made[0][0]}
+        got = [loads_watch_event(orjson.dumps(event))["object"]]
+    else:
+        page = {"kind": "PodList", "items": [o for o, _ in made]}
+        got = loads_watch_event(orjson.dumps(page))["items"]
+    assert len(got) == len(made)
+    for item, (obj, plain) in zip(got, made, strict=True):
+        cut = copy.deepcopy(obj)
+        cut["metadata"].pop("managedFields", None)
+        assert item in (obj, cut)
+        if plain:
+            assert item == cut  # the common layout is cut, not decoded whole

@@ -28,6 +28,7 @@ class FakeKube:
         self.replies: dict[tuple[str, str], dict[str, Any]] = {}
         self.lists: dict[str, list[dict[str, Any]]] = {}  # path -> pages
         self.list_queries: list[Mapping[str, Any]] = []
+        self.list_loads: list[Any] = []  # the decoder each LIST asked for
         self.watch_queries: list[Mapping[str, Any]] = []
         self._streams: dict[str, asyncio.Queue[Any]] = defaultdict(asyncio.Queue)
         self._events = 0
@@ -54,6 +55,7 @@ class FakeKube:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
+        loads: Any = None,  # replies here are objects already
     ) -> dict[str, Any]:
         await asyncio.sleep(0)
         self.calls.append((method, path, body))
@@ -62,6 +64,7 @@ class FakeKube:
             raise err
         if method == "GET" and path in self.lists:
             self.list_queries.append(dict(query or {}))
+            self.list_loads.append(loads)
             pages = self.lists[path]
             return pages.pop(0) if len(pages) > 1 else pages[0]
         for (m, suffix), reply in self.replies.items():

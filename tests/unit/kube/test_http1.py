@@ -275,6 +275,8 @@ async def test_kube_client_calls_go_through_the_pool() -> None:
     assert sent.startswith(b"POST /api/v1/namespaces/d/pods/p/binding?dryRun=All HTTP/1.1")
     assert b"\r\nauthorization: Bearer tok\r\n" in sent.lower().replace(b"bearer", b"Bearer")
     assert sent.endswith(b'\r\n\r\n{"a":1}')
+    got = await client.request("GET", "/api/v1/pods", loads=lambda raw: {"raw": raw})
+    assert got == {"raw": b'{"kind":"Binding","ok":true}'}  # the caller's decoder, given bytes
     with pytest.raises(NotFound, match='pods "x" not found'):
         await client.request("GET", "/api/v1/missing")
     await client.close()

@@ -270,6 +270,7 @@ def test_paged_lists_follow_continue_tokens_and_restart_whole_when_one_expires()
         ]
         async with Run(api, page_size=1) as r:
             assert [q.get("continue") for q in api.list_queries] == [None, "t1"]
+            assert api.list_loads == [json.loads, json.loads]  # pages decoded as watch lines
             assert r.informer.resource_version == "100"
             assert {d.new for d in r.deltas if isinstance(d, Added)} == {("a", 0), ("b", 0)}
 

@@ -57,7 +57,7 @@ __all__ = [
     "ObjectDecoder",
     "load_documents",
     "loads_json",
-    "loads_watch_event",
+    "loads_without_managed_fields",
 ]
 
 try:
@@ -82,7 +82,7 @@ _MANAGED_FIELDS = b',"managedFields":['
 _METADATA_END = b']},"spec":'
 
 
-def loads_watch_event(data: bytes) -> Any:
+def loads_without_managed_fields(data: bytes) -> Any:
     """``loads_json`` of a watch event or a LIST page, without the objects'
     ``metadata.managedFields``.
 

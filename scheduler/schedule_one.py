@@ -92,7 +92,11 @@ class _FeasibleNodes(Sequence[NodeInfo]):
     """The feasible nodes found by the bulk filter: positions in the node list, each
     NodeInfo fetched when asked for. A cycle usually reads one of them (the chosen host);
     building the list up front touched every feasible node's record in memory, hundreds
-    per cycle at the adaptive percentage (~4 % of the process at 1000 and 5000 nodes)."""
+    per cycle at the adaptive percentage (~4 % of the process at 1000 and 5000 nodes).
+
+    It refers to the snapshot's node list, not a copy: it is valid within the cycle that
+    built it, before the next ``update_snapshot``. Its one consumer, ``_schedule_pod``,
+    hands it to PreScore and Score plugins, whose state lives in that cycle's CycleState."""
 
     __slots__ = ("_at", "_nodes")
 
@@ -856,12 +860,6 @@ class SchedulerCore:
                 if r == 0:
                     best = i
         return nodes[best].name if best >= 0 else ""
-
-    def _find_nodes_that_fit(
-        self, state: CycleState, pod: PodInfo
-    ) -> tuple[list[NodeInfo], Diagnosis]:
-        feasible, _, diagnosis = self._find_feasible(state, pod)
-        return list(feasible), diagnosis
 
     def _find_feasible(
         self, state: CycleState, pod: PodInfo

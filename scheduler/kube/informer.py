@@ -13,10 +13,11 @@ everything runs on one event loop, so a delta is handled before the next line is
       LIST (paged, consistent)          WATCH ?resourceVersion=R&allowWatchBookmarks
              |                                   |  ADDED / MODIFIED / DELETED / BOOKMARK
              v                                   v
-      Store.replace(items, R)            Store.apply(type, object)
-        - Added for new keys               - never goes back: an object older than the
-        - Updated(old, new) for changed      stored one (resourceVersion) is dropped
-        - Deleted for keys that vanished   - uid change = Deleted(old) + Added(new)
+      Store.listing(): page by page,     Store.apply(type, object)
+        then commit():                     - never goes back: an object older than the
+        - Added for new keys                 stored one (resourceVersion) is dropped
+        - Updated(old, new) for changed    - uid change = Deleted(old) + Added(new)
+        - Deleted for keys that vanished
           while we were not watching
              \\_____________ typed deltas ______________/
                                v
@@ -30,7 +31,10 @@ an expired version relists and replaces the store, so every deletion made during
 delivered as a Deleted delta. There is no periodic resync: correctness never depends on one.
 
 Decoding happens here, once per object version (``decode``); a record that cannot be decoded
-is reported through ``on_error`` and the previous good version stays in the store.
+is reported through ``on_error`` and the previous good version stays in the store. A listing
+decodes each page's objects as the page arrives and lets their raw form go, so it holds one
+page of raw objects, not the whole collection; the store itself changes only when the
+listing is complete (a listing abandoned half way changes nothing).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -53,6 +57,7 @@ __all__ = [
     "Delta",
     "Informer",
     "ListWatcher",
+    "Listing",
     "Resource",
     "Store",
     "Updated",
@@ -160,17 +165,28 @@ class Store(Generic[T]):
             return [] if old.obj is None else [Deleted(old.obj)]
         return self._upsert(key, uid, rv, raw, old)
 
+    def _unchanged(self, key: str, uid: str, rv: str, old: _Entry[T] | None) -> bool:
+        """The version held already, or an older one than held (dropped, never gone back to)."""
+        if old is None or old.uid != uid:
+            return False
+        if rv and old.rv == rv:
+            return True  # the same version again (a relist of an unchanged object)
+        new_v, old_v = _rv(rv), _rv(old.rv)
+        if new_v is not None and old_v is not None and new_v < old_v:
+            log.debug("stale_object_dropped", key=key, stored=old.rv, received=rv)
+            return True
+        return False
+
     def _upsert(
         self, key: str, uid: str, rv: str, raw: Raw, old: _Entry[T] | None
     ) -> list[Delta[T]]:
-        if old is not None and old.uid == uid:
-            if rv and old.rv == rv:
-                return []  # the same version again (a relist of an unchanged object)
-            new_v, old_v = _rv(rv), _rv(old.rv)
-            if new_v is not None and old_v is not None and new_v < old_v:
-                log.debug("stale_object_dropped", key=key, stored=old.rv, received=rv)
-                return []
-        obj = self._decode(raw)
+        if self._unchanged(key, uid, rv, old):
+            return []
+        return self._put(key, uid, rv, self._decode(raw), old)
+
+    def _put(
+        self, key: str, uid: str, rv: str, obj: T | None, old: _Entry[T] | None
+    ) -> list[Delta[T]]:
         if obj is None:
             if old is None or old.uid != uid:
                 # A new incarnation we cannot read: the old one is gone all the same.
@@ -186,27 +202,87 @@ class Store(Generic[T]):
         return [Updated(old.obj, obj)]
 
     def replace(self, items: list[Raw]) -> list[Delta[T]]:
-        """A full listing: upsert every item, then delete what the listing lacks."""
-        deltas: list[Delta[T]] = []
-        seen: set[str] = set()
+        """A full listing in one piece: ``listing()``, ``add`` every item, ``commit``."""
+        listing = self.listing()
         for raw in items:
-            meta = raw.get("metadata") or {}
-            key = object_key(raw, self.namespaced)
-            seen.add(key)
-            deltas.extend(
-                self._upsert(
-                    key,
-                    str(meta.get("uid") or ""),
-                    str(meta.get("resourceVersion") or ""),
-                    raw,
-                    self._items.get(key),
-                )
-            )
+            listing.add(raw)
+        return listing.commit()
+
+    def listing(self) -> Listing[T]:
+        """A listing to fill page by page and commit once complete (client-go's Replace).
+
+        Each object is decoded as its page arrives, so a listing holds one page of raw
+        objects at a time, not all of them: the store changes only at ``commit``, and no
+        other change may come in between (the informer does not watch while it lists)."""
+        return Listing(self)
+
+    def _commit(self, staged: Iterable[_Staged[T]], seen: set[str]) -> list[Delta[T]]:
+        deltas: list[Delta[T]] = []
+        for st in staged:
+            old = self._items.get(st.key)
+            if st.error is not None:
+                self.on_error(*st.error)
+            deltas.extend(self._put(st.key, st.uid, st.rv, st.obj, old))
         for key in [k for k in self._items if k not in seen]:
             gone = self._items.pop(key)
             if gone.obj is not None:
                 deltas.append(Deleted(gone.obj, final_state_unknown=True))
         return deltas
+
+
+@dataclass(slots=True)
+class _Staged(Generic[T]):
+    """A listed object that is new or changed: its record, or why it has none."""
+
+    key: str
+    uid: str
+    rv: str
+    obj: T | None
+    error: tuple[Raw, Exception] | None  # reported through on_error at commit
+
+
+class Listing(Generic[T]):
+    """A full listing in progress (``Store.listing``): ``add`` each object, then ``commit``
+    for the deltas. Objects the store holds at the same version are only noted as seen;
+    new and changed ones are decoded now and kept as records, their raw form let go.
+    Undecodable ones keep their raw form until ``commit`` reports them, so a listing that
+    is abandoned and started over (an expired continue token) reports nothing twice."""
+
+    __slots__ = ("_committed", "_seen", "_staged", "_store")
+
+    def __init__(self, store: Store[T]) -> None:
+        self._store = store
+        self._seen: set[str] = set()
+        self._staged: dict[str, _Staged[T]] = {}
+        self._committed = False
+
+    def add(self, raw: Raw) -> None:
+        store = self._store
+        meta = raw.get("metadata") or {}
+        key = object_key(raw, store.namespaced)
+        if key in self._seen:  # never in a consistent listing; the later one wins
+            self._staged.pop(key, None)
+        self._seen.add(key)
+        uid = str(meta.get("uid") or "")
+        rv = str(meta.get("resourceVersion") or "")
+        if store._unchanged(key, uid, rv, store._items.get(key)):
+            return
+        try:
+            obj: T | None = store.decode(raw)
+            error = None
+        except store.errors as e:
+            # Kept to report at commit; without its traceback, which holds this frame.
+            obj, error = None, (raw, e.with_traceback(None))
+        self._staged[key] = _Staged(key, uid, rv, obj, error)
+
+    def commit(self) -> list[Delta[T]]:
+        """Apply the listing to the store: the deltas to hand on, in listing order, then a
+        Deleted (final state unknown) for every key the listing lacks."""
+        if self._committed:
+            raise RuntimeError("listing: committed twice")
+        self._committed = True
+        staged, seen, self._staged, self._seen = self._staged, self._seen, {}, set()
+        return self._store._commit(staged.values(), seen)
 
 
 class ListWatcher(Protocol):
@@ -287,7 +363,7 @@ class Informer(Generic[T]):
 
     # ------------------------------------------------------------------ list
     async def _list(self) -> None:
-        items: list[Raw] = []
+        listing = self.store.listing()
         cont = ""
         rv = ""
         limit: int | None = self.page_size
@@ -298,24 +374,26 @@ class Informer(Generic[T]):
             if cont:
                 q["continue"] = cont
             try:
-                out = await self.lw.request("GET", self.resource.path, query=q, loads=self.loads)
+                page = await self.lw.request("GET", self.resource.path, query=q, loads=self.loads)
             except ApiError as e:
                 if e.status == 410 and cont:
                     # The continue token expired mid-listing: start over in one page.
-                    items, cont, rv, limit = [], "", "", None
+                    listing, cont, rv, limit = self.store.listing(), "", "", None
                     continue
                 raise
-            meta = out.get("metadata") or {}
+            meta = page.get("metadata") or {}
             if not rv:
                 rv = str(meta.get("resourceVersion") or "")
-            items.extend(out.get("items") or [])
+            for raw in page.get("items") or ():
+                listing.add(raw)
             cont = str(meta.get("continue") or "")
+            del page, meta  # let the page's raw objects go before the next one arrives
             if not cont:
                 break
         if self.synced.is_set():
             self.relists += 1
         self.resource_version = rv
-        self._deliver(self.store.replace(items))
+        self._deliver(listing.commit())
         if not self.synced.is_set():
             log.debug("informer_synced", kind=self.resource.kind, objects=len(self.store))
         self.synced.set()

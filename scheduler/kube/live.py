@@ -23,7 +23,7 @@ import structlog
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
-from scheduler.decode import ObjectDecoder, loads_watch_event
+from scheduler.decode import ObjectDecoder, loads_without_managed_fields
 from scheduler.eventhandlers import EventHandlers
 from scheduler.kube.binder import Binder
 from scheduler.kube.client import KubeClient, load_configuration
@@ -151,7 +151,7 @@ class LiveScheduler:
             handler=handler,
             on_error=on_error or self.handlers.rejected(res.kind),
             decode_errors=DECODE_ERRORS,
-            loads=loads_watch_event,
+            loads=loads_without_managed_fields,
         )
 
     # ------------------------------------------------------------------ plumbing

@@ -5,7 +5,9 @@ when a watch resumes versus when it relists."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -146,6 +148,48 @@ def test_an_object_never_decoded_is_tracked_but_hands_on_nothing() -> None:
     assert s.replace([]) == []  # vanished, but nothing was ever handed on
     assert s.apply("MODIFIED", obj("b", "1", value=-1)) == []
     assert s.apply("MODIFIED", obj("b", "2", value=1)) == [Added(("b", 1))]
+
+
+class _Obj(dict[str, Any]):
+    """A raw object that can be watched for being let go (plain dicts take no weakref)."""
+
+
+def test_a_listing_lets_each_raw_object_go_once_added_and_changes_the_store_only_at_commit() -> (
+    None
+):
+    errors: list[str] = []
+    s = store(errors)
+    s.replace([obj("a", "1"), obj("gone", "2")])
+    page = [_Obj(obj("a", "1")), _Obj(obj("b", "3", value=4)), _Obj(obj("bad", "4", value=-1))]
+    refs = [weakref.ref(raw) for raw in page]
+    listing = s.listing()
+    for raw in page:
+        listing.add(raw)
+    del page, raw
+    gc.collect()
+    # Unchanged and decoded objects are let go; an undecodable one is kept to be reported.
+    assert [r() is None for r in refs] == [True, True, False]
+    assert errors == [] and sorted(s.keys()) == ["default/a", "default/gone"]
+    assert listing.commit() == [Added(("b", 4)), Deleted(("gone", 0), final_state_unknown=True)]
+    assert errors == ["pod bad: value: must not be -1"]
+    assert sorted(s.keys()) == ["default/a", "default/b", "default/bad"]
+    gc.collect()
+    assert refs[2]() is None
+    with pytest.raises(RuntimeError, match="committed twice"):
+        listing.commit()
+
+
+def test_a_listing_that_names_an_object_twice_keeps_the_later_one() -> None:
+    s = store()
+    s.replace([obj("a", "1")])
+    listing = s.listing()
+    listing.add(obj("a", "5", value=2))
+    listing.add(obj("a", "1"))  # the held version: nothing to hand on
+    assert listing.commit() == [] and s.get("default/a") == ("a", 0)
+    listing = s.listing()
+    listing.add(obj("a", "1"))
+    listing.add(obj("a", "6", value=3))
+    assert listing.commit() == [Updated(("a", 0), ("a", 3))]
 
 
 # ---------------------------------------------------------------------------- the reflector
@@ -342,5 +386,49 @@ def test_an_unexpected_error_in_the_stream_relists_instead_of_stopping() -> None
             await r.until(lambda: r.informer.relists == 1)
             assert r.task is not None and not r.task.done()
             assert sorted(r.informer.store.keys()) == ["default/b"]
+
+    asyncio.run(go())
+
+
+def test_a_listing_abandoned_half_way_changes_nothing_and_reports_nothing_twice() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.lists[PODS.path] = [
+            listing("100", obj("a", "1"), obj("bad", "2", value=-1), cont="t1"),
+            listing("100", obj("b", "3")),
+        ]
+        errors: list[str] = []
+        deltas: list[Delta[tuple[str, int]]] = []
+        inf: Informer[tuple[str, int]] = Informer(
+            api,
+            PODS,
+            decode=decode,
+            handler=deltas.append,
+            on_error=lambda raw, e: errors.append(str(e)),
+            loads=json.loads,
+            page_size=2,
+            backoff=(0.0, 0.0),
+        )
+        original = api.request
+        failed: list[str] = []
+
+        async def failing_once(method: str, path: str, **kw: Any) -> dict[str, Any]:
+            if (kw.get("query") or {}).get("continue") and not failed:
+                failed.append("page 2")
+                # The first page was read and decoded; the second fails (not a 410):
+                # the informer starts the whole listing over after its backoff.
+                assert len(inf.store) == 0 and deltas == [] and errors == []
+                raise error_for_status(500, "etcd leader changed")
+            return await original(method, path, **kw)
+
+        api.request = failing_once  # type: ignore[method-assign]
+        api.lists[PODS.path].insert(0, api.lists[PODS.path][0])  # the first page twice
+        task = asyncio.create_task(inf.run())
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert failed == ["page 2"] and len(api.list_queries) == 3
+        assert errors == ["pod bad: value: must not be -1"]  # once, from the whole listing
+        assert deltas == [Added(("a", 0)), Added(("b", 0))]
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(go())

@@ -1,5 +1,5 @@
-"""``loads_watch_event``: a watch line decoded without the object's managedFields, or decoded
-whole; never anything else."""
+"""``loads_without_managed_fields``: a watch line or a LIST page decoded without each
+object's managedFields, or with that object whole; never anything else."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scheduler.decode import loads_json, loads_watch_event
+from scheduler.decode import loads_json, loads_without_managed_fields
 
 MANAGED = [
     {
@@ -83,7 +83,7 @@ def without_managed(event: dict[str, Any]) -> dict[str, Any]:
 def test_managed_fields_are_left_out_and_everything_else_kept() -> None:
     event = pod_event()
     line = orjson.dumps(event)
-    got = loads_watch_event(line)
+    got = loads_without_managed_fields(line)
     assert got == without_managed(event)
     assert "managedFields" not in got["object"]["metadata"]
     assert got["object"]["metadata"]["annotations"] == event["object"]["metadata"]["annotations"]
@@ -100,14 +100,14 @@ def test_a_node_event_too() -> None:
             "status": {"allocatable": {"cpu": "4"}},
         },
     }
-    assert loads_watch_event(orjson.dumps(event)) == without_managed(event)
+    assert loads_without_managed_fields(orjson.dumps(event)) == without_managed(event)
 
 
 def test_an_empty_list_and_no_list_at_all() -> None:
     event = pod_event([])
-    assert loads_watch_event(orjson.dumps(event)) == without_managed(event)
+    assert loads_without_managed_fields(orjson.dumps(event)) == without_managed(event)
     event = pod_event(None)
-    assert loads_watch_event(orjson.dumps(event)) == event
+    assert loads_without_managed_fields(orjson.dumps(event)) == event
 
 
 def test_a_field_after_the_list_means_a_whole_decode() -> None:
@@ -115,14 +115,14 @@ def test_a_field_after_the_list_means_a_whole_decode() -> None:
     # such a line is decoded whole.
     for after in ({"finalizers": ["x"]}, {"extra": {"k": "v"}}, {"extra": "s"}):
         event = pod_event(after=after)
-        assert loads_watch_event(orjson.dumps(event)) == event
+        assert loads_without_managed_fields(orjson.dumps(event)) == event
 
 
 def test_a_bracket_in_the_list_means_a_whole_decode() -> None:
     managed = copy.deepcopy(MANAGED)
     managed[0]["fieldsV1"]["f:spec"] = {'k:{"name":"a]"}': {}}
     event = pod_event(managed)
-    assert loads_watch_event(orjson.dumps(event)) == event
+    assert loads_without_managed_fields(orjson.dumps(event)) == event
 
 
 def test_every_item_of_a_list_page_loses_its_list_and_only_it() -> None:
@@ -141,7 +141,7 @@ def test_every_item_of_a_list_page_loses_its_list_and_only_it() -> None:
     want = copy.deepcopy(page)
     for i in (0, 3, 5):
         del want["items"][i]["metadata"]["managedFields"]
-    assert loads_watch_event(orjson.dumps(page)) == want
+    assert loads_without_managed_fields(orjson.dumps(page)) == want
 
 
 def test_bookmarks_and_errors_are_decoded_as_they_are() -> None:
@@ -150,7 +150,7 @@ def test_bookmarks_and_errors_are_decoded_as_they_are() -> None:
         {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old"}},
     ):
         line = orjson.dumps(event)
-        assert loads_watch_event(line) == loads_json(line)
+        assert loads_without_managed_fields(line) == loads_json(line)
 
 
 _text = st.text(alphabet='ab[]{}",:\\ ', max_size=12) | st.sampled_from(
@@ -200,10 +200,10 @@ def test_each_object_comes_back_whole_or_without_managed_fields(
     made = [_object(p) for p in parts]
     if len(made) == 1:
         event: dict[str, Any] = {"type": "MODIFIED", "object": made[0][0]}
-        got = [loads_watch_event(orjson.dumps(event))["object"]]
+        got = [loads_without_managed_fields(orjson.dumps(event))["object"]]
     else:
         page = {"kind": "PodList", "items": [o for o, _ in made]}
-        got = loads_watch_event(orjson.dumps(page))["items"]
+        got = loads_without_managed_fields(orjson.dumps(page))["items"]
     assert len(got) == len(made)
     for item, (obj, plain) in zip(got, made, strict=True):
         cut = copy.deepcopy(obj)

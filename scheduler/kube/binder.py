@@ -34,7 +34,7 @@ from typing import Any
 import structlog
 
 from scheduler.framework.interface import Code, Status
-from scheduler.kube.client import KubeClient
+from scheduler.kube.client import KubeClient, ignore_reply
 from scheduler.kube.errors import ApiError, NotFound
 from scheduler.metrics import Metrics
 from scheduler.schedule_one import BindingCycle, BindOutcome, binding_step_outcome
@@ -173,7 +173,7 @@ class Binder:
         while True:
             attempt += 1
             try:
-                await self.client.request("POST", path, body=body)
+                await self.client.request("POST", path, body=body, loads=ignore_reply)
                 return BindOutcome.OK, ""
             except ApiError as e:
                 if e.status == 404:

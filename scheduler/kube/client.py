@@ -42,7 +42,14 @@ from scheduler.decode import loads_json
 from scheduler.kube.errors import ApiError, Unreachable, error_for_status
 from scheduler.kube.http1 import ConnectionPool, HttpError
 
-__all__ = ["KubeClient", "TokenBucket", "context_namespace", "load_configuration", "loads_json"]
+__all__ = [
+    "KubeClient",
+    "TokenBucket",
+    "context_namespace",
+    "ignore_reply",
+    "load_configuration",
+    "loads_json",
+]
 
 try:
     import orjson
@@ -401,6 +408,12 @@ class KubeClient:
         if self._session is not None:
             with contextlib.suppress(Exception):
                 await self._session.close()
+
+
+def ignore_reply(data: bytes) -> dict[str, Any]:
+    """``loads`` for a call whose reply nobody reads (an Event created, a victim deleted, a
+    status patched): a success's body is not decoded. Errors still are (``_detail``)."""
+    return {}
 
 
 def _detail(data: bytes) -> str:

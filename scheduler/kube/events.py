@@ -31,7 +31,7 @@ from typing import Any
 import structlog
 
 from scheduler.kube.binder import pod_path
-from scheduler.kube.client import KubeClient
+from scheduler.kube.client import KubeClient, ignore_reply
 from scheduler.kube.errors import ApiError, Conflict
 from scheduler.metrics import Metrics
 from scheduler.types import PodInfo
@@ -192,6 +192,7 @@ class EventRecorder:
                 pod_path(pod.namespace, pod.name) + "/status",
                 body=patch,
                 content_type=STRATEGIC,
+                loads=ignore_reply,
             )
         except ApiError as e:
             if e.status != 404:
@@ -329,7 +330,7 @@ class EventRecorder:
         delay = self.retry_delay
         for attempt in range(1, EVENT_TRIES + 1):
             try:
-                kw: dict[str, Any] = {"body": body}
+                kw: dict[str, Any] = {"body": body, "loads": ignore_reply}
                 if content_type:
                     kw["content_type"] = content_type
                 await self.event_client.request(method, path, **kw)

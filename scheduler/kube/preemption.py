@@ -32,7 +32,7 @@ import structlog
 from scheduler.framework.interface import Status
 from scheduler.framework.preemption import Candidate
 from scheduler.kube.binder import pod_path
-from scheduler.kube.client import KubeClient
+from scheduler.kube.client import KubeClient, ignore_reply
 from scheduler.kube.errors import ApiError
 from scheduler.kube.events import STRATEGIC, EventRecorder, now_rfc3339
 from scheduler.metrics import Metrics
@@ -184,7 +184,9 @@ class PreemptionExecutor:
         delay = self.retry_delay
         for attempt in range(1, CALL_TRIES + 1):
             try:
-                await self.client.request(method, path, body=body, content_type=content_type)
+                await self.client.request(
+                    method, path, body=body, content_type=content_type, loads=ignore_reply
+                )
                 return
             except ApiError as e:
                 if not e.retryable or attempt == CALL_TRIES:

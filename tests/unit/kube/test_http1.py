@@ -250,10 +250,10 @@ def test_only_http_base_urls() -> None:
 async def test_kube_client_calls_go_through_the_pool() -> None:
     """KubeClient.request: the body as JSON, the query encoded, the bearer token sent, the
     reply decoded; a 404 is NotFound with the server's message; a dead server is
-    Unreachable naming the call."""
+    Unreachable naming the call; a reply nobody reads is not decoded."""
     from kubernetes.aio import client as aio_client
 
-    from scheduler.kube.client import KubeClient
+    from scheduler.kube.client import KubeClient, ignore_reply
     from scheduler.kube.errors import NotFound, Unreachable
 
     def reply(req: bytes) -> bytes:
@@ -277,8 +277,11 @@ async def test_kube_client_calls_go_through_the_pool() -> None:
     assert sent.endswith(b'\r\n\r\n{"a":1}')
     got = await client.request("GET", "/api/v1/pods", loads=lambda raw: {"raw": raw})
     assert got == {"raw": b'{"kind":"Binding","ok":true}'}  # the caller's decoder, given bytes
+    assert await client.request("POST", "/api/v1/x", body={}, loads=ignore_reply) == {}
     with pytest.raises(NotFound, match='pods "x" not found'):
         await client.request("GET", "/api/v1/missing")
+    with pytest.raises(NotFound, match='pods "x" not found'):  # an error's body still read
+        await client.request("GET", "/api/v1/missing", loads=ignore_reply)
     await client.close()
     for srv in _SERVERS:
         srv.close()

@@ -110,9 +110,9 @@ class _Entry(Generic[T]):
 class Store(Generic[T]):
     """Decoded records by key, with the uid and resourceVersion each was decoded from.
 
-    ``apply`` takes one watch event, ``replace`` a full listing; both return the typed deltas
-    to hand on. Runtime complexity: ``apply`` O(1) plus one decode; ``replace`` O(n) plus one
-    decode per new or changed object (unchanged versions are not decoded again).
+    ``apply`` takes one watch event, a ``listing()`` a full listing; both give the typed
+    deltas to hand on. Runtime complexity: ``apply`` O(1) plus one decode; a listing O(n)
+    plus one decode per new or changed object (unchanged versions are not decoded again).
     """
 
     def __init__(
@@ -200,13 +200,6 @@ class Store(Generic[T]):
         if old.uid != uid:
             return [Deleted(old.obj), Added(obj)]  # deleted and re-created under the name
         return [Updated(old.obj, obj)]
-
-    def replace(self, items: list[Raw]) -> list[Delta[T]]:
-        """A full listing in one piece: ``listing()``, ``add`` every item, ``commit``."""
-        listing = self.listing()
-        for raw in items:
-            listing.add(raw)
-        return listing.commit()
 
     def listing(self) -> Listing[T]:
         """A listing to fill page by page and commit once complete (client-go's Replace).

@@ -411,8 +411,9 @@ class KubeClient:
 
 
 def ignore_reply(data: bytes) -> dict[str, Any]:
-    """``loads`` for a call whose reply nobody reads (an Event created, a victim deleted, a
-    status patched): a success's body is not decoded. Errors still are (``_detail``)."""
+    """``loads`` for a call whose reply nobody reads (an Event created, a Binding's Status, a
+    victim deleted, a status patched): a success's body is not decoded. Errors still are
+    (``_detail``)."""
     return {}
 
 

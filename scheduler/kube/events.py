@@ -6,17 +6,21 @@
   condition message and nomination are what we last wrote.
 - ``rejected``: a FailedScheduling event for a pending pod of ours we cannot read.
 
-Events are core/v1 Events, counted as kube-scheduler's event broadcaster
-(client-go ``tools/events``) counts an event series: the first occurrence of an event (same
-object, type, reason and message) is created; the second makes it a series and is written
-at once (count 2); later ones only count up here, and the count is written when the series
-ends (no occurrence for 6 minutes, checked every 6 minutes) and every 30 minutes while it
-goes on. A pod retried a hundred times while a burst of cluster events passes costs two
-event calls, not a hundred. They go through their own client so that they never eat the
-Bindings' rate budget (as kube-scheduler's event broadcaster has its own client). As
-client-go's recorder, an event is named ``<object>.<hex nanoseconds>`` when it is made and
-retried under that name when the API server cannot be reached: a try whose reply was lost
-and a retry cannot make two events (the retry's 409 AlreadyExists means it is there).
+Events are events.k8s.io/v1 Events, written as kube-scheduler's event broadcaster (client-go
+``tools/events``) writes them: ``regarding`` the pod as the scheduler saw it (its
+resourceVersion included), ``related`` the preemptor of a ``Preempted`` victim, ``action``,
+``note``, ``eventTime``, ``reportingController`` the scheduler's name. An occurrence
+isomorphic to an event remembered (same type, action, reason, regarding and related object;
+the note is not compared) counts into that event's series: the second makes it a series
+and is written at once (``series.count`` 2); later ones only count up here, and the series
+is written when it ends (no occurrence for 6 minutes, checked every 6 minutes) and every 30
+minutes while it goes on. A pod retried a hundred times while a burst of cluster events
+passes costs two event calls, not a hundred. They go through their own client so that they
+never eat the Bindings' rate budget (as kube-scheduler's event broadcaster has its own
+client). As client-go's recorder, an event is named ``<object>.<hex nanoseconds>`` when it
+is made and retried under that name when the API server cannot be reached: a try whose
+reply was lost and a retry cannot make two events (the retry's 409 AlreadyExists means it
+is there); a series whose Event is gone is created again under its name.
 """
 
 from __future__ import annotations
@@ -32,18 +36,16 @@ import structlog
 
 from scheduler.kube.binder import pod_path
 from scheduler.kube.client import KubeClient, ignore_reply
-from scheduler.kube.errors import ApiError, Conflict
+from scheduler.kube.errors import ApiError, Conflict, NotFound
 from scheduler.metrics import Metrics
 from scheduler.types import PodInfo
 
-__all__ = ["COMPONENT", "EventRecorder", "now_rfc3339"]
+__all__ = ["EventRecorder", "now_micro", "now_rfc3339"]
 
 log = structlog.get_logger("py-scheduler")
 
-COMPONENT = "py-scheduler"
 EVENT_MESSAGE_LIMIT = 1024  # upstream truncates event notes to 1 KiB
 STRATEGIC = "application/strategic-merge-patch+json"
-MERGE = "application/merge-patch+json"
 EVENT_MEMO_LIMIT = 10000
 EVENT_TRIES = 12  # as client-go's broadcaster; ours back off from 0.5 s to 10 s (~75 s)
 # client-go tools/events: a series with no occurrence for finishTime ends (its count is
@@ -64,6 +66,12 @@ def now_rfc3339() -> str:
     return _rfc3339(int(time.time()))
 
 
+def now_micro() -> str:
+    """The current UTC time to the microsecond (an Event's ``eventTime``, a MicroTime)."""
+    t = time.time_ns() // 1000
+    return f"{_rfc3339(t // 1_000_000)[:-1]}.{t % 1_000_000:06d}Z"
+
+
 def _truncate(msg: str, limit: int = EVENT_MESSAGE_LIMIT) -> str:
     raw = msg.encode()
     if len(raw) <= limit:
@@ -71,21 +79,50 @@ def _truncate(msg: str, limit: int = EVENT_MESSAGE_LIMIT) -> str:
     return raw[: limit - 3].decode(errors="ignore") + "..."
 
 
-_MemoKey = tuple[str, str, str, str, str]
+# (namespace, name, uid, resourceVersion): an ObjectReference to a pod, as client-go's
+# reference.GetReference makes one (the resourceVersion included).
+_Ref = tuple[str, str, str, str]
+# client-go's isomorphic-event key: type, action, reason, regarding, related (the
+# reporting controller and instance are the recorder's own, the same for every event).
+_MemoKey = tuple[str, str, str, _Ref, _Ref | None]
+
+
+def _pod_ref(pod: PodInfo) -> _Ref:
+    return (pod.namespace, pod.name, pod.uid, pod.resource_version)
+
+
+def _ref_body(ref: _Ref) -> dict[str, str]:
+    namespace, name, uid, resource_version = ref
+    body = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name}
+    if uid:
+        body["uid"] = uid
+    if resource_version:
+        body["resourceVersion"] = resource_version
+    return body
+
+
+def _events_path(namespace: str) -> str:
+    return f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
 
 
 @dataclass(slots=True)
 class _EventMemo:
-    """One event as we last wrote it: its API name, how often it happened (``count``),
-    the count the API server has (``sent``; 0 while the Event is being created), and
-    when it last happened."""
+    """One event as we last wrote it: its API name, note and eventTime (to create it again
+    should it be gone), how often it happened (``count``), the count the API server has
+    (``sent``; 0 while the Event is being created), and when it last happened (the
+    series' lastObservedTime, and monotonic for ending it)."""
 
     name: str
-    namespace: str
+    note: str
+    event_time: str
     count: int
     sent: int
-    last_timestamp: str
+    last_observed: str
     last_seen: float  # monotonic
+
+
+def _series(memo: _EventMemo) -> dict[str, Any]:
+    return {"count": memo.count, "lastObservedTime": memo.last_observed}
 
 
 class EventRecorder:
@@ -97,15 +134,17 @@ class EventRecorder:
         identity: str,
         spawn: Callable[[Any], None],
         metrics: Metrics,
+        controller: str = "py-scheduler",
     ) -> None:
         self.client = client
         self.event_client = event_client
         self.identity = identity
+        self.controller = controller  # reportingController: the scheduler's name, as upstream
         self.spawn = spawn
         self.metrics = metrics
         self._status_memo: dict[str, tuple[str, str | None]] = {}
-        # (object key, uid, type, reason, message) -> the event: client-go's isomorphic
-        # events (a pod re-created under the same name is another object: another event).
+        # client-go's isomorphic events (a pod re-created under its name, or changed since,
+        # is another object: another event).
         self._event_memo: dict[_MemoKey, _EventMemo] = {}
         self._assumed: dict[str, tuple[float, int]] = {}
         self.retry_delay = 0.5
@@ -199,10 +238,28 @@ class EventRecorder:
                 log.warning("status_patch_failed", pod=pod.key, error=str(e))
 
     async def event(
-        self, pod: PodInfo, event_type: str, reason: str, message: str, *, action: str
+        self,
+        pod: PodInfo,
+        event_type: str,
+        reason: str,
+        message: str,
+        *,
+        action: str,
+        related: PodInfo | None = None,
     ) -> None:
-        meta = {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid}
-        await self.raw_event(meta, event_type, reason, message, action=action)
+        await self.raw_event(
+            {
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+                "resourceVersion": pod.resource_version,
+            },
+            event_type,
+            reason,
+            message,
+            action=action,
+            related=None if related is None else _pod_ref(related),
+        )
 
     async def raw_event(
         self,
@@ -212,77 +269,110 @@ class EventRecorder:
         message: str,
         *,
         action: str = "Scheduling",
+        related: _Ref | None = None,
     ) -> None:
-        ns = str(meta.get("namespace") or "default")
-        name = str(meta.get("name") or "")
-        note = _truncate(message)
-        now = now_rfc3339()
-        uid = str(meta.get("uid") or "")
-        memo_key = (f"{ns}/{name}", uid, event_type, reason, note)
+        """One occurrence of an event about the pod ``meta`` describes. As client-go's
+        broadcaster: an occurrence isomorphic to one remembered (same type, action, reason,
+        regarding object at the same resourceVersion, related object; not the note) counts
+        into that event's series instead of making an Event."""
+        regarding: _Ref = (
+            str(meta.get("namespace") or "default"),
+            str(meta.get("name") or ""),
+            str(meta.get("uid") or ""),
+            str(meta.get("resourceVersion") or ""),
+        )
+        memo_key = (event_type, action, reason, regarding, related)
         memo = self._event_memo.get(memo_key)
         if memo is not None:
             memo.count += 1
-            memo.last_timestamp = now
+            memo.last_observed = now_micro()
             memo.last_seen = time.monotonic()
             if memo.sent == 1:
-                await self._write_count(memo_key, memo)  # the series begins: written at once
+                await self._write_series(memo_key, memo)  # the series begins: written at once
             # Later occurrences are written when the series ends, or refreshed; while the
             # Event is being created (sent 0), they are written once it exists.
             return
-        ev_name = f"{name}.{time.time_ns():x}"
-        body = {
-            "metadata": {"name": ev_name, "namespace": ns},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": ns,
-                "name": name,
-                "uid": uid,
-            },
-            "reason": reason,
-            "message": note,
-            "type": event_type,
-            "action": action,
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": self.identity,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        now = now_micro()
+        memo = _EventMemo(
+            name=f"{regarding[1]}.{time.time_ns():x}",
+            note=_truncate(message),
+            event_time=now,
+            count=1,
+            sent=0,
+            last_observed=now,
+            last_seen=time.monotonic(),
+        )
         if len(self._event_memo) >= EVENT_MEMO_LIMIT:
             self._evict_oldest()
         # Remembered before the call, as client-go caches an event before writing it: a
         # repeat that comes while the creation is under way counts in this series.
-        memo = _EventMemo(ev_name, ns, 1, 0, now, time.monotonic())
         self._event_memo[memo_key] = memo
         try:
-            await self._with_retries("POST", f"/api/v1/namespaces/{ns}/events", body, None)
+            await self._with_retries(
+                "POST", _events_path(regarding[0]), self._body(memo_key, memo), None
+            )
         except ApiError as e:
             if self._event_memo.get(memo_key) is memo:
                 del self._event_memo[memo_key]
-            log.warning("event_failed", pod=f"{ns}/{name}", reason=reason, error=str(e))
+            log.warning(
+                "event_failed", pod=f"{regarding[0]}/{regarding[1]}", reason=reason, error=str(e)
+            )
             return
         memo.sent = 1
         if memo.count > 1 and self._event_memo.get(memo_key) is memo:
-            await self._write_count(memo_key, memo)
+            await self._write_series(memo_key, memo)
 
-    async def _write_count(self, key: _MemoKey, memo: _EventMemo) -> None:
-        """Write the series' count (and its latest time) to its Event. An Event that is gone
-        (expired, deleted) is forgotten: the next occurrence creates a new one."""
-        count = memo.count
-        memo.sent = count
-        try:
-            await self._with_retries(
-                "PATCH",
-                f"/api/v1/namespaces/{memo.namespace}/events/{memo.name}",
-                {"count": count, "lastTimestamp": memo.last_timestamp},
-                MERGE,
-            )
-        except ApiError as e:
-            if e.status == 404 and self._event_memo.get(key) is memo:
-                del self._event_memo[key]
-            log.warning("event_failed", pod=key[0], reason=key[3], error=str(e))
+    def _body(self, key: _MemoKey, memo: _EventMemo, *, series: bool = False) -> dict[str, Any]:
+        """The events.k8s.io/v1 Event (the deprecated core/v1 fields left unset, as the
+        API requires of this version), with its series when ``series``."""
+        event_type, action, reason, regarding, related = key
+        body: dict[str, Any] = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": memo.name, "namespace": regarding[0]},
+            "eventTime": memo.event_time,
+            "reportingController": self.controller,
+            "reportingInstance": self.identity,
+            "action": action,
+            "reason": reason,
+            "regarding": _ref_body(regarding),
+            "note": memo.note,
+            "type": event_type,
+        }
+        if related is not None:
+            body["related"] = _ref_body(related)
+        if series:
+            body["series"] = _series(memo)
+        return body
+
+    async def _write_series(self, key: _MemoKey, memo: _EventMemo) -> None:
+        """Write the series (its count and when it last happened) to its Event, as
+        client-go does: a strategic merge patch, and when the Event is gone (expired,
+        deleted) it is created again under its name, series and all. Tries and backs off
+        as creation does; a 409 from that creation means a create raced it: patch again."""
+        memo.sent = memo.count
+        namespace = key[3][0]
+        path = f"{_events_path(namespace)}/{memo.name}"
+        delay = self.retry_delay
+        for attempt in range(1, EVENT_TRIES + 1):
+            try:
+                try:
+                    await self._send("PATCH", path, {"series": _series(memo)}, STRATEGIC)
+                except NotFound:
+                    body = self._body(key, memo, series=True)
+                    await self._send("POST", _events_path(namespace), body, None)
+                return
+            except ApiError as e:
+                if attempt == EVENT_TRIES or not (e.retryable or isinstance(e, Conflict)):
+                    log.warning(
+                        "event_failed",
+                        pod=f"{namespace}/{key[3][1]}",
+                        reason=key[2],
+                        error=str(e),
+                    )
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 10.0)
 
     def _evict_oldest(self) -> None:
         """Make room: the event remembered longest ends now (its unwritten count, if any,
@@ -290,7 +380,7 @@ class EventRecorder:
         key = next(iter(self._event_memo))
         memo = self._event_memo.pop(key)
         if memo.count > memo.sent >= 1:
-            self.spawn(self._write_count(key, memo))
+            self.spawn(self._write_series(key, memo))
 
     def finish_series(self, now: float | None = None) -> int:
         """client-go's finishSeries: every event with no occurrence for
@@ -301,7 +391,7 @@ class EventRecorder:
         for key, memo in done:
             del self._event_memo[key]
             if memo.count > memo.sent >= 1:
-                self.spawn(self._write_count(key, memo))
+                self.spawn(self._write_series(key, memo))
         return len(done)
 
     def refresh_series(self) -> int:
@@ -309,7 +399,7 @@ class EventRecorder:
         Event written lately expires later). Returns the series written."""
         series = [(k, m) for k, m in self._event_memo.items() if m.count > 1 and m.sent >= 1]
         for key, memo in series:
-            self.spawn(self._write_count(key, memo))
+            self.spawn(self._write_series(key, memo))
         return len(series)
 
     async def maintain_series(self) -> None:
@@ -324,16 +414,21 @@ class EventRecorder:
                 self.refresh_series()
             self.finish_series()
 
+    async def _send(
+        self, method: str, path: str, body: Mapping[str, Any], content_type: str | None
+    ) -> None:
+        kw: dict[str, Any] = {"body": body, "loads": ignore_reply}
+        if content_type:
+            kw["content_type"] = content_type
+        await self.event_client.request(method, path, **kw)
+
     async def _with_retries(
         self, method: str, path: str, body: Mapping[str, Any], content_type: str | None
     ) -> None:
         delay = self.retry_delay
         for attempt in range(1, EVENT_TRIES + 1):
             try:
-                kw: dict[str, Any] = {"body": body, "loads": ignore_reply}
-                if content_type:
-                    kw["content_type"] = content_type
-                await self.event_client.request(method, path, **kw)
+                await self._send(method, path, body, content_type)
                 return
             except Conflict:
                 if method == "POST" and attempt > 1:

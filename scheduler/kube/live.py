@@ -79,7 +79,12 @@ class LiveScheduler:
         namespace_labels: dict[str, dict[str, str]] = {}
 
         self.recorder = EventRecorder(
-            client, self.event_client, identity=identity, spawn=self.spawn, metrics=self.metrics
+            client,
+            self.event_client,
+            identity=identity,
+            spawn=self.spawn,
+            metrics=self.metrics,
+            controller=config.scheduler_name,
         )
         self.executor = PreemptionExecutor(
             client,

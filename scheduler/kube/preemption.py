@@ -178,6 +178,7 @@ class PreemptionExecutor:
             "Preempted",
             f"Preempted by pod {preemptor.uid} on node {node}",
             action="Preempting",
+            related=preemptor,
         )
 
     async def _call(self, method: str, path: str, body: Any, content_type: str) -> None:

@@ -115,12 +115,8 @@ def test_side_by_side_neither_evicts_the_other_in_a_loop(
     settle(10)
     events = preempted()
     assert len(events) == first, "preemptions went on after both pods were bound (a loop)"
-    ours = [
-        e
-        for e in events
-        if (e.get("source") or {}).get("component") == "py-scheduler"
-        or e.get("reportingComponent") == "py-scheduler"
-    ]
+    # Ours: reportingController (reportingComponent in core/v1) is the scheduler's name.
+    ours = [e for e in events if e.get("reportingComponent") == name]
     victims = {e["involvedObject"]["name"] for e in ours}
     # py-scheduler evicted only its own pods (none of kube-scheduler's), and both highs stay.
     assert all(v.startswith("py-low-") for v in victims), victims

@@ -200,8 +200,8 @@ CLUSTER_RULES = {
     ("", "pods", "delete", ANY),  # preemption victims
     ("", "pods/binding", "create", ANY),  # Binder
     ("", "pods/status", "patch", ANY),  # conditions, nominatedNodeName
-    ("", "events", "create", ANY),  # Scheduled, FailedScheduling, Preempted
-    ("", "events", "patch", ANY),  # repeated events
+    ("events.k8s.io", "events", "create", ANY),  # Scheduled, FailedScheduling, Preempted
+    ("events.k8s.io", "events", "patch", ANY),  # event series
     ("authentication.k8s.io", "tokenreviews", "create", ANY),  # the secure port's scrapers
     ("authorization.k8s.io", "subjectaccessreviews", "create", ANY),  # ... and their RBAC
 }
@@ -309,11 +309,11 @@ CAN_I = [
     ("list", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("watch", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("delete", "priorityclasses.scheduling.k8s.io", "", "x", "", False),
-    ("create", "events", "", "", "default", True),
-    ("patch", "events", "", "e", "default", True),
-    ("update", "events", "", "e", "default", False),
-    ("delete", "events", "", "e", "default", False),
-    ("create", "events.events.k8s.io", "", "", "default", False),  # the code posts core/v1
+    ("create", "events.events.k8s.io", "", "", "default", True),
+    ("patch", "events.events.k8s.io", "", "e", "default", True),
+    ("update", "events.events.k8s.io", "", "e", "default", False),
+    ("delete", "events.events.k8s.io", "", "e", "default", False),
+    ("create", "events", "", "", "default", False),  # core/v1: the code writes events.k8s.io
     ("create", "leases.coordination.k8s.io", "", "", "kube-system", True),
     ("get", "leases.coordination.k8s.io", "", LEASE, "kube-system", True),
     ("update", "leases.coordination.k8s.io", "", LEASE, "kube-system", True),

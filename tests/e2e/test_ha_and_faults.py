@@ -26,7 +26,8 @@ def _scheduled_counts(k: Kit) -> dict[str, int]:
     counts: dict[str, int] = {}
     for e in k.events(reason="Scheduled"):
         name = e["involvedObject"]["name"]
-        counts[name] = counts.get(name, 0) + int(e.get("count") or 1)
+        # events.k8s.io/v1: a repeat is a series (series.count), no core/v1 count.
+        counts[name] = counts.get(name, 0) + int((e.get("series") or {}).get("count") or 1)
     return counts
 
 

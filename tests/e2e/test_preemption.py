@@ -47,6 +47,13 @@ def test_basic_preemption_takes_minimal_victims_then_binds_to_the_nominated_node
     for v in victims:
         ev = kit.wait_event(v, "Preempted")
         assert ev["message"] == f"Preempted by pod {uid} on node {node}"
+        # The preemptor is the event's related object (upstream's Eventf(victim, preemptor)).
+        related = ev.get("related") or {}
+        assert (related.get("name"), related.get("uid"), ev.get("action")) == (
+            "high",
+            uid,
+            "Preempting",
+        ), ev
     for v in victims:
         pod = kit.pod(v)
         if pod is not None:  # still terminating: both marks must be there

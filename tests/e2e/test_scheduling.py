@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from kubernetes import client as k8s
+
 from tests.e2e.conftest import wait_for
 from tests.e2e.kit import Kit, pod_manifest, settle
 from tests.e2e.procs import SchedulerProcess
@@ -22,6 +24,20 @@ def test_pending_pod_is_bound_to_a_fitting_node_with_scheduled_event(
     assert ev["message"] == f"Successfully assigned {kit.ns}/web to {big}"
     assert ev["type"] == "Normal"
     assert ev.get("reportingComponent") == "py-scheduler"
+    # Written as kube-scheduler writes it: an events.k8s.io/v1 Event, the deprecated
+    # core/v1 fields unset (the API server rejects them in this version).
+    v1 = k8s.EventsV1Api(kit.cluster.api).read_namespaced_event(ev["metadata"]["name"], kit.ns)
+    assert (v1.reporting_controller, v1.action, v1.note) == (
+        "py-scheduler",
+        "Binding",
+        ev["message"],
+    )
+    assert v1.reporting_instance and v1.event_time is not None
+    assert (v1.regarding.kind, v1.regarding.name) == ("Pod", "web")
+    assert v1.regarding.uid == kit.pod("web")["metadata"]["uid"]
+    assert v1.regarding.resource_version  # the pod as the scheduler saw it
+    assert not v1.deprecated_count and not v1.deprecated_last_timestamp
+    assert v1.deprecated_source is None or not v1.deprecated_source.component
     kit.wait_running("web")
 
 

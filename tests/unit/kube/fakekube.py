@@ -111,7 +111,7 @@ class FakeKube:
     def events(self) -> list[tuple[str, str]]:
         """(reason, involved pod name) of every created event."""
         return [
-            (b["reason"], b["involvedObject"]["name"])
+            (b["reason"], b["regarding"]["name"])
             for m, p, b in self.calls
             if m == "POST" and p.endswith("/events")
         ]

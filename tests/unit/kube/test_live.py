@@ -14,7 +14,7 @@ from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
 from scheduler.kube.live import LiveScheduler
 from scheduler.kube.preemption import disruption_patch
-from scheduler.types import pod_from_dict
+from scheduler.types import PodInfo, pod_from_dict
 from tests.builders import make_node, make_pod
 from tests.unit.kube.fakekube import FakeKube
 
@@ -107,9 +107,15 @@ def test_a_pending_pod_is_bound_and_a_scheduled_event_posted() -> None:
         await h.drain()
         assert h.binds() == [("default/p", "n1")]
         assert ("Scheduled", "p") in h.api.events()
-        body = next(b for _, b in h.api.of("POST", "/events"))
-        assert body["message"] == "Successfully assigned default/p to n1"
-        assert body["reportingComponent"] == "py-scheduler"
+        path, body = next(iter(h.api.of("POST", "/events")))
+        assert path == "/apis/events.k8s.io/v1/namespaces/default/events"
+        assert body["note"] == "Successfully assigned default/p to n1"
+        assert body["reportingController"] == "py-scheduler"
+        assert body["action"] == "Binding" and body["type"] == "Normal"
+        assert body["regarding"]["kind"] == "Pod" and body["regarding"]["name"] == "p"
+        assert body["eventTime"].endswith("Z") and "." in body["eventTime"]
+        # The deprecated core/v1 fields must stay unset in events.k8s.io/v1.
+        assert not {"count", "source", "firstTimestamp", "lastTimestamp", "message"} & set(body)
 
     _run(go())
 
@@ -234,42 +240,91 @@ def test_failure_patches_status_once_per_message_and_counts_repeated_events() ->
         assert h.api.events() == [("FailedScheduling", "big")]
         name = h.api.of("POST", "/events")[0][1]["metadata"]["name"]
         assert name.startswith("big.")
-        assert h.api.of("PATCH", f"/events/{name}")[0][1]["count"] == 2
+        assert h.api.of("PATCH", f"/events/{name}")[0][1]["series"]["count"] == 2
 
     _run(go())
 
 
 def test_repeated_events_are_a_series_written_as_client_go_writes_one() -> None:
-    """client-go tools/events: created on the first occurrence, written again (count 2) on
-    the second, then only counted until the series ends (no occurrence for 6 minutes: its
-    count is written and it is forgotten) or is refreshed (every 30 minutes)."""
+    """client-go tools/events: created on the first occurrence, written again (series count
+    2) on the second, then only counted until the series ends (no occurrence for 6 minutes:
+    its series is written and it is forgotten) or is refreshed (every 30 minutes). The
+    isomorphic key is type, action, reason, regarding object (resourceVersion included)
+    and related object: not the note, so another message about the same pod version counts
+    into the series (the Event keeps its first note), and a newer version of the pod is
+    another object: another event."""
+    import dataclasses
+
     from scheduler.kube.events import SERIES_FINISH_SECONDS
 
     async def go() -> None:
         h = Harness()
         rec = h.live.recorder
-        pod = make_pod("p").info()
+        pod = dataclasses.replace(make_pod("p").info(), resource_version="10")
 
-        async def fail(message: str) -> None:
-            await rec.event(pod, "Warning", "FailedScheduling", message, action="Scheduling")
+        async def fail(p: PodInfo, message: str) -> None:
+            await rec.event(p, "Warning", "FailedScheduling", message, action="Scheduling")
 
-        for _ in range(5):
-            await fail("no room")
+        for _ in range(4):
+            await fail(pod, "no room")
+        await fail(pod, "another reason")  # the same pod version: the same series
         (post,) = h.api.of("POST", "/events")
         name = post[1]["metadata"]["name"]
-        assert [b["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2]
-        await fail("another reason")  # another message: another event
+        assert post[1]["regarding"]["resourceVersion"] == "10"
+        patches = h.api.of("PATCH", f"/events/{name}")
+        assert [b["series"]["count"] for _, b in patches] == [2]
+        assert set(patches[0][1]) == {"series"}  # only the series, as client-go's patch
+        assert set(patches[0][1]["series"]) == {"count", "lastObservedTime"}
+        newer = dataclasses.replace(pod, resource_version="11")
+        await fail(newer, "no room")  # the pod changed: another object, another event
         assert len(h.api.of("POST", "/events")) == 2
-        assert rec.refresh_series() == 1  # the series of "no room" only
+        assert h.api.of("POST", "/events")[1][1]["regarding"]["resourceVersion"] == "11"
+        assert rec.refresh_series() == 1  # the series of version 10 only
         await h.drain()
-        assert [b["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2, 5]
-        await fail("no room")
+        assert [b["series"]["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2, 5]
+        await fail(pod, "no room")
         later = time.monotonic() + SERIES_FINISH_SECONDS + 1
         assert rec.finish_series(later) == 2  # both end; only the series had a count unwritten
         await h.drain()
-        assert [b["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2, 5, 6]
+        assert [b["series"]["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [
+            2,
+            5,
+            6,
+        ]
         assert len([path for path, _ in h.api.of("PATCH") if "/events/" in path]) == 3
-        await fail("no room")  # forgotten: a new event
+        await fail(pod, "no room")  # forgotten: a new event
+        assert len(h.api.of("POST", "/events")) == 3
+
+    _run(go())
+
+
+def test_a_series_whose_event_is_gone_is_created_again_under_its_name() -> None:
+    """client-go's recordEvent: a series PATCH answered 404 (the Event expired or was
+    deleted) creates the Event again, series and all; a 409 from that creation (another
+    write made it meanwhile) patches again."""
+
+    async def go() -> None:
+        h = Harness()
+        rec = h.live.recorder
+        rec.retry_delay = 0.0
+        pod = make_pod("p").info()
+        await rec.event(pod, "Warning", "FailedScheduling", "no room", action="Scheduling")
+        ((_, first),) = h.api.of("POST", "/events")
+        name = first["metadata"]["name"]
+        h.api.fail("PATCH", f"/events/{name}", 404)
+        await rec.event(pod, "Warning", "FailedScheduling", "later", action="Scheduling")
+        posts = h.api.of("POST", "/events")
+        assert len(posts) == 2
+        again = posts[1][1]
+        assert again["metadata"]["name"] == name and again["note"] == "no room"
+        assert again["series"]["count"] == 2 and again["eventTime"] == first["eventTime"]
+        # Gone again, and re-made by another write before ours: 404, 409, then the patch.
+        h.api.fail("PATCH", f"/events/{name}", 404)
+        h.api.fail("POST", "/events", 409)
+        assert rec.refresh_series() == 1
+        await h.drain()
+        patches = h.api.of("PATCH", f"/events/{name}")
+        assert [b["series"]["count"] for _, b in patches] == [2, 2, 2]
         assert len(h.api.of("POST", "/events")) == 3
 
     _run(go())
@@ -289,7 +344,7 @@ def test_a_pod_re_created_under_its_name_gets_events_of_its_own() -> None:
                 pod, "Warning", "FailedScheduling", "no room", action="Scheduling"
             )
         posts = h.api.of("POST", "/events")
-        assert [b["involvedObject"]["uid"] for _, b in posts] == ["uid-1", "uid-2"]
+        assert [b["regarding"]["uid"] for _, b in posts] == ["uid-1", "uid-2"]
         assert h.api.of("PATCH") == []
 
     _run(go())
@@ -307,7 +362,7 @@ def test_a_repeat_while_its_event_is_created_is_written_once_the_event_exists() 
         )
         ((_, body),) = h.api.of("POST", "/events")
         patches = h.api.of("PATCH", f"/events/{body['metadata']['name']}")
-        assert [b["count"] for _, b in patches] == [3]
+        assert [b["series"]["count"] for _, b in patches] == [3]
 
     _run(go())
 
@@ -319,7 +374,7 @@ def test_event_messages_are_truncated_to_1024_bytes() -> None:
         await h.live.recorder.event(
             pod, "Warning", "FailedScheduling", "é" * 2000, action="Scheduling"
         )
-        msg = h.api.of("POST", "/events")[0][1]["message"]
+        msg = h.api.of("POST", "/events")[0][1]["note"]
         assert len(msg.encode()) <= 1024 and msg.endswith("...")
 
     _run(go())
@@ -387,6 +442,12 @@ def test_async_preemption_marks_deletes_and_reports_victims_then_releases_the_pr
         delete_body = h.api.of("DELETE")[0][1]
         assert delete_body["preconditions"] == {"uid": objs["low-1"]["metadata"]["uid"]}
         assert ("Preempted", "low-1") in h.api.events()
+        ev = next(b for _, b in h.api.of("POST", "/events") if b["reason"] == "Preempted")
+        assert ev["action"] == "Preempting" and ev["type"] == "Normal"
+        # The preemptor is the related object, as upstream's Eventf(victim, preemptor, ...).
+        assert (ev["related"]["kind"], ev["related"]["name"]) == ("Pod", "high")
+        assert ev["related"]["uid"] == objs["high"]["metadata"]["uid"]
+        assert ev["note"] == f"Preempted by pod {objs['high']['metadata']['uid']} on node n1"
         # The preemptor's status carries the nomination with PodScheduled=False, in one patch.
         mine = [b["status"] for b in h.status_patches("default/high")]
         assert mine and mine[0]["nominatedNodeName"] == "n1"
@@ -512,7 +573,7 @@ def test_a_malformed_pod_of_ours_gets_a_warning_event_naming_the_field() -> None
         h.event("pods", "ADDED", make_pod("bad").req(cpu="lots").obj())
         await h.drain()
         assert ("FailedScheduling", "bad") in h.api.events()
-        msg = h.api.of("POST", "/events")[0][1]["message"]
+        msg = h.api.of("POST", "/events")[0][1]["note"]
         assert "spec.containers[0].resources.requests.cpu" in msg and "lots" in msg
         assert not h.core.queue.contains("default/bad")
 

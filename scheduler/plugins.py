@@ -6,8 +6,9 @@ their meaning within a major version of this API (``API_VERSION``), whatever mov
 A plugin is a class constructed as ``Plugin(args)`` (``args``: its ``pluginConfig`` entry, a
 dict; raise ValueError naming the field for a bad one), or ``Plugin(args, handle)`` when it
 takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods, the
-snapshot's nodes and the live scheduler's API client), with a ``name`` and any of the
-extension points below; the framework calls each on the scheduler's single thread.
+snapshot's nodes, the live scheduler's API client and its event recorder), with a ``name``
+and any of the extension points below; the framework calls each on the scheduler's single
+thread.
 
 - ``less(a, b) -> bool`` (QueueSort: whether queued pod ``a``, a ``QueuedPodInfo``, goes
   before ``b``; one per profile, in place of PrioritySort)
@@ -59,6 +60,7 @@ from scheduler.framework.outoftree import ENTRY_POINT_GROUP
 from scheduler.framework.waiting_pods import (
     MAX_PERMIT_TIMEOUT_SECONDS,
     ApiClient,
+    EventRecorder,
     FrameworkHandle,
     WaitingPod,
 )
@@ -76,6 +78,7 @@ __all__ = [
     "ClusterEvent",
     "Code",
     "CycleState",
+    "EventRecorder",
     "EventRegistration",
     "FrameworkHandle",
     "NodeInfo",

@@ -54,7 +54,12 @@ from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.preemption import PreemptionActions, fit_error_message
-from scheduler.framework.waiting_pods import ApiClient, PodInPreBind, WaitingPod
+from scheduler.framework.waiting_pods import (
+    ApiClient,
+    EventRecorder,
+    PodInPreBind,
+    WaitingPod,
+)
 from scheduler.types import (
     NodeInfo,
     NodeRecord,
@@ -320,9 +325,10 @@ class SchedulerCore:
     # explain load them). False: by controller owner, the approximation of earlier versions,
     # kept for benchmarks that compare the two.
     upstream_default_selector: bool = True
-    # The API client that plugins reach through their FrameworkHandle (the live scheduler's;
-    # None in simulate and explain).
+    # The API client and event recorder that plugins reach through their FrameworkHandle
+    # (the live scheduler's; None in simulate and explain).
     api_client: ApiClient | None = None
+    event_recorder: EventRecorder | None = None
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -349,6 +355,7 @@ class SchedulerCore:
             namespace_labels=self.namespace_labels,
             selectors=self.selector_objects if self.upstream_default_selector else None,
             api_client=self.api_client,
+            event_recorder=self.event_recorder,
         )
         self.queue.hints = dict(self.framework.hints)
         if self.framework.queue_sort is not None:

@@ -24,7 +24,7 @@ import structlog
 from scheduler.clock import Clock, RealClock
 from scheduler.config import SchedulerConfig
 from scheduler.framework.preemption import PreemptionActions
-from scheduler.framework.waiting_pods import ApiClient
+from scheduler.framework.waiting_pods import ApiClient, EventRecorder
 from scheduler.metrics import Metrics
 from scheduler.schedule_one import Binder, CycleResult, Recorder, SchedulerCore
 from scheduler.types import PodInfo
@@ -59,6 +59,7 @@ class Scheduler:
         on_assumed: Callable[[PodInfo, int], None] | None = None,
         settle_preemption: Callable[[], Awaitable[None]] | None = None,
         api_client: ApiClient | None = None,
+        event_recorder: EventRecorder | None = None,
     ) -> None:
         self.config = config
         self.identity = identity
@@ -84,6 +85,7 @@ class Scheduler:
             namespace_labels=lambda ns: labels.get(ns, {}),
             observer=self.metrics,
             api_client=api_client,
+            event_recorder=event_recorder,
         )
 
     # ================================================================== state

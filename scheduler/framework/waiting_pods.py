@@ -201,23 +201,75 @@ class ApiClient(Protocol):
         ...
 
 
+EVENT_TYPES = ("Normal", "Warning")
+
+
+class EventRecorder(Protocol):
+    """The live scheduler's event recorder as a plugin sees it
+    (``FrameworkHandle.event_recorder``; upstream's ``events.EventRecorder``)."""
+
+    def eventf(
+        self,
+        regarding: PodInfo,
+        related: PodInfo | None,
+        event_type: str,
+        reason: str,
+        action: str,
+        note: str,
+    ) -> None:
+        """Record an event about the pod ``regarding`` (``related``: another pod it
+        concerns, or None), as upstream's ``Eventf`` without the format arguments: an
+        events.k8s.io/v1 Event reported by the scheduler, a repeat about the same pod version
+        counted into its series. Returns at once; the API call is made in the background
+        (a failure is logged, never raised). ``event_type`` is ``Normal`` or ``Warning``
+        and ``reason`` and ``action`` are non-empty (ValueError otherwise)."""
+        ...
+
+
+def check_event(event_type: str, reason: str, action: str) -> None:
+    """ValueError naming the field unless an event with these would be accepted."""
+    if event_type not in EVENT_TYPES:
+        raise ValueError(f"event_type: expected Normal or Warning, got {event_type!r}")
+    if not isinstance(reason, str) or not reason:
+        raise ValueError(f"reason: expected a non-empty string, got {reason!r}")
+    if not isinstance(action, str) or not action:
+        raise ValueError(f"action: expected a non-empty string, got {action!r}")
+
+
+class _NoEvents:
+    """``simulate`` and ``explain``: events are checked, then dropped (no API server)."""
+
+    def eventf(
+        self,
+        regarding: PodInfo,
+        related: PodInfo | None,
+        event_type: str,
+        reason: str,
+        action: str,
+        note: str,
+    ) -> None:
+        check_event(event_type, reason, action)
+
+
 class FrameworkHandle:
     """What a plugin may use of the framework besides its own extension points (upstream's
     ``framework.Handle``: the waiting pods, the nodes of the cycle's snapshot, the API
-    client): given to a plugin whose class takes a second constructor argument,
-    ``Plugin(args, handle)``."""
+    client, the event recorder): given to a plugin whose class takes a second constructor
+    argument, ``Plugin(args, handle)``."""
 
-    __slots__ = ("_client", "_node_infos", "_waiting")
+    __slots__ = ("_client", "_events", "_node_infos", "_waiting")
 
     def __init__(
         self,
         waiting: WaitingPods,
         node_infos: Callable[[], Sequence[NodeInfo]] = tuple,
         client: ApiClient | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         self._waiting = waiting
         self._node_infos = node_infos
         self._client = client
+        self._events: EventRecorder = _NoEvents() if events is None else events
 
     @property
     def client(self) -> ApiClient | None:
@@ -225,6 +277,13 @@ class FrameworkHandle:
         calls from an async ``pre_bind`` or ``bind``. None in ``simulate`` and ``explain``,
         which talk to no API server."""
         return self._client
+
+    @property
+    def event_recorder(self) -> EventRecorder:
+        """The scheduler's event recorder (upstream's ``EventRecorder()``): events a plugin
+        records are reported by the scheduler (``reportingController`` its name). Never
+        None: in ``simulate`` and ``explain`` the events are checked and dropped."""
+        return self._events
 
     def get_waiting_pod(self, uid: str) -> WaitingPod | None:
         return self._waiting.get(uid)

@@ -34,6 +34,7 @@ from typing import Any
 
 import structlog
 
+from scheduler.framework.waiting_pods import check_event
 from scheduler.kube.binder import pod_path
 from scheduler.kube.client import KubeClient, ignore_reply
 from scheduler.kube.errors import ApiError, Conflict, NotFound
@@ -202,6 +203,20 @@ class EventRecorder:
                 status["nominatedNodeName"] = nominated_node or None
             self.spawn(self.patch_status(pod, {"status": status}))
         self.spawn(self.event(pod, "Warning", "FailedScheduling", message, action="Scheduling"))
+
+    def eventf(
+        self,
+        regarding: PodInfo,
+        related: PodInfo | None,
+        event_type: str,
+        reason: str,
+        action: str,
+        note: str,
+    ) -> None:
+        """A plugin's event (``FrameworkHandle.event_recorder``), written in the background
+        like the scheduler's own."""
+        check_event(event_type, reason, action)
+        self.spawn(self.event(regarding, event_type, reason, note, action=action, related=related))
 
     def rejected(self, raw: Mapping[str, Any], message: str) -> None:
         meta = raw.get("metadata") or {}

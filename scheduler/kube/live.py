@@ -112,6 +112,7 @@ class LiveScheduler:
             on_assumed=self.recorder.assumed,
             settle_preemption=None if config.async_preemption else self.executor.settle,
             api_client=client,
+            event_recorder=self.recorder,
         )
         self.executor.attach(self.scheduler.core)
         self.handlers = EventHandlers(

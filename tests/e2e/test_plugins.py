@@ -156,7 +156,8 @@ def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
 ) -> None:
     """The example Coscheduling plugin (examples/plugins/coscheduling, a Permit plugin and
     the profile's QueueSort plugin): members of a group of three wait at Permit, nominated
-    to their node and unbound, until the third arrives; then all three are bound. A group
+    to their node and unbound, with a WaitingForPodGroup event each, until the third
+    arrives; then all three are bound. A group
     that never completes is rejected when its timeout passes: a FailedScheduling event
     names the plugin, the pod stays unbound and its nomination is cleared."""
     name = f"cosched-{kit.ns}"
@@ -189,6 +190,14 @@ def test_the_example_permit_plugin_binds_a_pod_group_all_together_or_not_at_all(
     for pod in ("g-0", "g-1"):
         wait_for(lambda p=pod: nominated(p) == node, 15, f"{pod} nominated while it waits")
     assert not kit.node_of("g-0") and not kit.node_of("g-1")
+    # Each waiting member has the plugin's event (FrameworkHandle.event_recorder), reported
+    # by this scheduler (reportingController: its name).
+    waiting = [kit.wait_event(p, "WaitingForPodGroup") for p in ("g-0", "g-1")]
+    assert {e["message"] for e in waiting} == {
+        "waiting for 2 more member(s) of pod group g",
+        "waiting for 1 more member(s) of pod group g",
+    }, waiting
+    assert {(e["type"], e.get("reportingComponent")) for e in waiting} == {("Normal", name)}
     kit.create("g-2", cpu="1", scheduler=name, labels=group)
     for pod in ("g-0", "g-1", "g-2"):
         assert kit.wait_bound(pod) == node

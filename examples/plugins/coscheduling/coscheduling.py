@@ -24,7 +24,8 @@ scheduler-plugins' Coscheduling, PrioritySort must be disabled. Configuration::
         args: {timeoutSeconds: 30, labelPrefix: pod-group.example.com}
 
 It shows the FrameworkHandle (``Coscheduling(args, handle)``): ``node_infos`` to count the
-placed members, ``iterate_over_waiting_pods`` to allow or reject them, and
+placed members, ``iterate_over_waiting_pods`` to allow or reject them, ``event_recorder``
+for a ``WaitingForPodGroup`` event on each member that waits, and
 ``state.pods_to_activate``. The idea is the scheduler-plugins project's Coscheduling, much
 simplified (no PodGroup object, no quota check before Filter).
 """
@@ -115,6 +116,11 @@ class Coscheduling:
         state.pods_to_activate.update(retry)
         if placed < needed:
             message = f"waiting for {needed - placed} more member(s) of pod group {group[1]}"
+            # Tell the pod's owner why it is pending with a node already found: an Event
+            # (kubectl describe pod), reported by the scheduler.
+            self.handle.event_recorder.eventf(
+                pod, None, "Normal", "WaitingForPodGroup", "Scheduling", message
+            )
             return Status(Code.WAIT, (message,)), self.timeout
         for wp in self.handle.iterate_over_waiting_pods():
             if self._group(wp.pod) == group:

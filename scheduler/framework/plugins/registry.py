@@ -26,7 +26,12 @@ from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.preemption import Evaluator, PreemptionActions
 from scheduler.framework.runtime import Framework
-from scheduler.framework.waiting_pods import ApiClient, FrameworkHandle, WaitingPods
+from scheduler.framework.waiting_pods import (
+    ApiClient,
+    EventRecorder,
+    FrameworkHandle,
+    WaitingPods,
+)
 from scheduler.types import PDBInfo
 
 __all__ = ["build_framework"]
@@ -43,6 +48,7 @@ def build_framework(
     namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
     selectors: SelectorObjects | None = None,
     api_client: ApiClient | None = None,
+    event_recorder: EventRecorder | None = None,
 ) -> tuple[Framework, Evaluator]:
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
@@ -69,7 +75,7 @@ def build_framework(
     # an exception becomes an Error for that pod, never a stopped scheduler.
     # Plugins that take a FrameworkHandle share the framework's waiting pods through it.
     waiting = WaitingPods()
-    handle = FrameworkHandle(waiting, lambda: snapshot.node_info_list, api_client)
+    handle = FrameworkHandle(waiting, lambda: snapshot.node_info_list, api_client, event_recorder)
     plugins += [
         guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree
     ]

@@ -1235,3 +1235,64 @@ def test_a_bind_plugin_binds_through_the_handle_client_before_default_binder(
         assert reg.get_sample_value(name, labels) == 1  # mine (plain: Skip)
 
     _run(go())
+
+
+class _Announce:
+    """A Reserve plugin that records an event through its FrameworkHandle: Normal for pods
+    labelled ``say=ok``, an invalid type for ``say=bad``."""
+
+    name = "Announce"
+
+    def __init__(self, args: dict[str, Any], handle: Any) -> None:
+        self.handle = handle
+
+    def reserve(self, state: Any, pod: PodInfo, node_name: str) -> Any:
+        from scheduler.plugins import SUCCESS
+
+        kind = "Normal" if pod.labels.get("say") == "ok" else "Loud"
+        self.handle.event_recorder.eventf(
+            pod, None, kind, "Announced", "Scheduling", f"{pod.name} goes to {node_name}"
+        )
+        return SUCCESS
+
+    def unreserve(self, state: Any, pod: PodInfo, node_name: str) -> None:
+        return None
+
+
+def test_a_plugin_records_events_through_its_handle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``FrameworkHandle.event_recorder`` (upstream's ``EventRecorder()``): the scheduler's
+    own recorder, so a plugin's event is an events.k8s.io/v1 Event reported by the
+    scheduler; an invalid one is a ValueError naming the field, which the plugin guard turns
+    into an error for that pod."""
+    config = _plugin_config(monkeypatch, _Announce, "reserve")
+
+    async def go() -> None:
+        h = Harness(**config)
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        h.event("pods", "ADDED", make_pod("good").label("say", "ok").obj())
+        h.event("pods", "ADDED", make_pod("bad").label("say", "no").obj())
+        while h.core.schedule_one() is not None:
+            pass
+        await h.drain()
+        assert h.binds() == [("default/good", "n1")]
+        (ev,) = [b for _, b in h.api.of("POST", "/events") if b["reason"] == "Announced"]
+        assert (ev["type"], ev["action"], ev["note"]) == ("Normal", "Scheduling", "good goes to n1")
+        assert ev["reportingController"] == "py-scheduler"
+        assert (ev["regarding"]["name"], "related" in ev) == ("good", False)
+        cond = h.status_patches("default/bad")[-1]["status"]["conditions"][0]
+        assert cond["reason"] == "SchedulerError"
+        assert "event_type: expected Normal or Warning, got 'Loud'" in cond["message"]
+
+    _run(go())
+
+
+def test_simulate_and_explain_handles_check_plugin_events_and_drop_them() -> None:
+    from scheduler.framework.waiting_pods import FrameworkHandle, WaitingPods
+
+    handle = FrameworkHandle(WaitingPods())
+    pod = make_pod("p").info()
+    handle.event_recorder.eventf(pod, None, "Warning", "Why", "Scheduling", "note")
+    with pytest.raises(ValueError, match="reason: expected a non-empty string"):
+        handle.event_recorder.eventf(pod, None, "Warning", "", "Scheduling", "note")
+    with pytest.raises(ValueError, match="action: expected a non-empty string"):
+        handle.event_recorder.eventf(pod, None, "Normal", "Why", "", "note")

@@ -64,11 +64,18 @@ def api_node(name: str, cpu: str = "4") -> dict[str, Any]:
 
 
 class Ports:
-    """Binder (keeps each pod's BindingCycle) and Recorder (keeps failures)."""
+    """Binder (keeps each pod's BindingCycle), Recorder (keeps failures) and the plugins'
+    event recorder (keeps their events)."""
 
     def __init__(self) -> None:
         self.cycles: dict[str, BindingCycle | None] = {}
         self.failures: list[tuple[str, str]] = []
+        self.events: list[tuple[str, str, str, str]] = []
+
+    def eventf(
+        self, regarding: Any, related: Any, event_type: str, reason: str, action: str, note: str
+    ) -> None:
+        self.events.append((regarding.name, event_type, reason, note))
 
     def bind(self, pod: Any, node_name: str, cycle: BindingCycle | None = None) -> None:
         self.cycles[pod.key] = cycle
@@ -84,7 +91,7 @@ def _core() -> tuple[SchedulerCore, Ports, FakeClock]:
     assert cfg.permit == ("Coscheduling",) and cfg.reserve == ("Coscheduling",)
     assert cfg.queue_sort == "Coscheduling"
     ports, clock = Ports(), FakeClock()
-    core = SchedulerCore(cfg, clock, ports, ports, rng=random.Random(0))
+    core = SchedulerCore(cfg, clock, ports, ports, rng=random.Random(0), event_recorder=ports)
     core.on_node_add(node_from_dict(api_node("n1")))
     return core, ports, clock
 
@@ -117,6 +124,11 @@ def test_a_group_binds_once_its_last_member_reaches_permit() -> None:
         assert _finish(core, ports, key) == "bound"
     assert len(core.framework.waiting_pods) == 0
     assert ports.failures == []
+    # Each member that waited said so in an event (through FrameworkHandle.event_recorder).
+    assert ports.events == [
+        ("a", "Normal", "WaitingForPodGroup", "waiting for 2 more member(s) of pod group g"),
+        ("b", "Normal", "WaitingForPodGroup", "waiting for 1 more member(s) of pod group g"),
+    ]
 
 
 def test_an_incomplete_group_times_out_together_and_retries_with_a_new_member() -> None:

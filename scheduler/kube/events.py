@@ -262,19 +262,8 @@ class EventRecorder:
         action: str,
         related: PodInfo | None = None,
     ) -> None:
-        await self.raw_event(
-            {
-                "namespace": pod.namespace,
-                "name": pod.name,
-                "uid": pod.uid,
-                "resourceVersion": pod.resource_version,
-            },
-            event_type,
-            reason,
-            message,
-            action=action,
-            related=None if related is None else _pod_ref(related),
-        )
+        rel = None if related is None else _pod_ref(related)
+        await self._record(_pod_ref(pod), event_type, reason, message, action, rel)
 
     async def raw_event(
         self,
@@ -284,18 +273,29 @@ class EventRecorder:
         message: str,
         *,
         action: str = "Scheduling",
-        related: _Ref | None = None,
     ) -> None:
-        """One occurrence of an event about the pod ``meta`` describes. As client-go's
-        broadcaster: an occurrence isomorphic to one remembered (same type, action, reason,
-        regarding object at the same resourceVersion, related object; not the note) counts
-        into that event's series instead of making an Event."""
+        """An event about the pod whose (raw) ``metadata`` is ``meta``."""
         regarding: _Ref = (
             str(meta.get("namespace") or "default"),
             str(meta.get("name") or ""),
             str(meta.get("uid") or ""),
             str(meta.get("resourceVersion") or ""),
         )
+        await self._record(regarding, event_type, reason, message, action, None)
+
+    async def _record(
+        self,
+        regarding: _Ref,
+        event_type: str,
+        reason: str,
+        message: str,
+        action: str,
+        related: _Ref | None,
+    ) -> None:
+        """One occurrence of an event. As client-go's broadcaster: an occurrence isomorphic
+        to one remembered (same type, action, reason, regarding object at the same
+        resourceVersion, related object; not the note) counts into that event's series
+        instead of making an Event."""
         memo_key = (event_type, action, reason, regarding, related)
         memo = self._event_memo.get(memo_key)
         if memo is not None:

@@ -73,6 +73,47 @@ def test_unfittable_pod_gets_pod_scheduled_false_and_failed_scheduling_event(
     assert not kit.node_of("huge")
 
 
+def test_repeated_failures_of_one_pod_version_are_one_event_series(
+    kit: Kit,
+    py_scheduler: SchedulerProcess,
+) -> None:
+    """client-go's event series against the real API server: the first failure is an Event
+    about the pod at the version the scheduler saw; its status patch makes a new version,
+    whose first failure is another Event; the next failure of that same version (nothing
+    about the pod changed) joins its series: a strategic merge patch of events.k8s.io/v1
+    ``series`` the API server accepts. Each retry is caused by freeing room that is still
+    not enough (a filler pod deleted), so the message stays the same."""
+    (node,) = kit.nodes(1, cpu="2")
+    for i in range(2):
+        kit.create(f"f-{i}", cpu="500m", node_name=node)
+    kit.create("big", cpu="3")
+    kit.wait_condition("big", "PodScheduled", lambda c: c.get("status") == "False")
+    kit.wait_event("big", "FailedScheduling")
+
+    def occurrences() -> int:
+        evs = kit.events("big", "FailedScheduling")
+        return sum(int((e.get("series") or {}).get("count") or 1) for e in evs)
+
+    kit.delete("f-0", grace=0)
+    wait_for(lambda: occurrences() >= 2, 30, "a second FailedScheduling occurrence")
+    kit.delete("f-1", grace=0)
+    api = k8s.EventsV1Api(kit.cluster.api)
+
+    def series() -> list[k8s.EventsV1Event]:
+        evs = api.list_namespaced_event(kit.ns).items
+        return [e for e in evs if e.regarding.name == "big" and e.reason == "FailedScheduling"]
+
+    wait_for(lambda: any(e.series and e.series.count >= 2 for e in series()), 30, "an event series")
+    evs = series()
+    assert len(evs) == 2, [(e.regarding.resource_version, e.series) for e in evs]
+    (ser,) = [e for e in evs if e.series]
+    assert ser.series.count == 2 and ser.series.last_observed_time is not None
+    assert ser.note == kit.condition("big", "PodScheduled")["message"]  # type: ignore[index]
+    # Two versions of the pod, an Event each: the first, then the one after our status patch.
+    assert len({e.regarding.resource_version for e in evs}) == 2
+    assert not kit.node_of("big")
+
+
 def test_default_scheduler_pods_are_left_alone_but_counted(
     kit: Kit,
     py_scheduler: SchedulerProcess,

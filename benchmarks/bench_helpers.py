@@ -112,6 +112,15 @@ def parse_time(text: str | None) -> float | None:
     return parsed.timestamp()
 
 
+def refill_seconds(qps: int | None) -> float:
+    """How long an emptied client token bucket takes to fill again, burst / qps: the
+    shipped 100 / 50 when ``qps`` is None (the defaults), 1 s for the equal client (its
+    burst is its qps)."""
+    if qps is None:
+        return 100 / 50
+    return 1.0
+
+
 def ratio(num: float | None, den: float | None, digits: int = 2) -> float | None:
     """num / den rounded, or None when either is missing or den is 0."""
     if num is None or den is None or den == 0:

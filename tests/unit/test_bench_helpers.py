@@ -75,6 +75,11 @@ def test_parse_time(text: str | None, want: float | None) -> None:
     assert H.parse_time(text) == want
 
 
+def test_refill_seconds_is_burst_over_qps() -> None:
+    assert H.refill_seconds(None) == 2.0  # the shipped 50 QPS, burst 100
+    assert H.refill_seconds(5000) == 1.0  # the equal client: burst 5000 at 5000 QPS
+
+
 def test_ratio() -> None:
     assert H.ratio(3.0, 2.0) == 1.5
     assert H.ratio(1.0, 3.0, 3) == 0.333

@@ -426,3 +426,41 @@ def test_ratios_are_judged_unrounded() -> None:
     assert by_name["throughput py/kube"]["value"] == 1.0
     assert by_name["throughput py/kube"]["met"] is False
     assert by_name["CPU ms/pod py/kube"]["met"] is True
+
+
+def _binds_behind_bucket(arrivals: list[float], latency: float) -> list[float]:
+    """Bind times of a scheduler that binds each pod ``latency`` after it arrives, through a
+    50 QPS / burst 100 token bucket (client-go's: full at the start, reservations)."""
+    tokens, stamp, out = 100.0, arrivals[0], []
+    for t in arrivals:
+        want = max(t + latency, stamp)
+        tokens = min(100.0, tokens + (want - stamp) * 50)
+        stamp = want
+        tokens -= 1
+        at = want if tokens >= 0 else want - tokens / 50
+        out.append(at)
+    return out
+
+
+def test_limiter_start_is_the_first_bind_when_pods_come_evenly() -> None:
+    arrivals = [i / 60 for i in range(1000)]  # 60 pods/s, above the 50 QPS
+    start = H.limiter_start(_binds_behind_bucket(arrivals, 0.010), 0.0)
+    assert start == pytest.approx(0.010, abs=1e-3)
+
+
+def test_a_gap_among_the_first_pods_moves_the_limiter_start_and_the_tail() -> None:
+    even = [i / 60 for i in range(1000)]
+    # The same pods, but the 3rd to the 10th arrive 40 ms late: the bucket, nearly full,
+    # wastes what it refills meanwhile.
+    gap = [t + (0.040 if 2 <= i < 10 else 0.0) for i, t in enumerate(even)]
+    binds_even, binds_gap = _binds_behind_bucket(even, 0.010), _binds_behind_bucket(gap, 0.010)
+    start_even, start_gap = H.limiter_start(binds_even, 0.0), H.limiter_start(binds_gap, 0.0)
+    assert start_even is not None and start_gap is not None
+    moved = start_gap - start_even
+    assert 0.015 < moved < 0.045
+    # Every later pod binds that much later (the p99's difference).
+    assert binds_gap[-1] - binds_even[-1] == pytest.approx(moved, abs=1e-3)
+
+
+def test_limiter_start_needs_a_bucket_that_ran_dry() -> None:
+    assert H.limiter_start([i / 60 for i in range(150)], 0.0) is None

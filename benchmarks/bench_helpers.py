@@ -657,7 +657,8 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             "PriorityClasses: the shape system default spreading and the selector informers "
             "see in production. pods/s from the first Deployment created to the last bind; "
             'latency (client): the watch seeing the pod to the watch seeing it bound; "create '
-            's" is how long kube-controller-manager took to create every pod.',
+            's" is how long kube-controller-manager took to create every pod; limiter start '
+            "(paced runs) counts from the first Deployment created.",
         ),
     }
     for scenario, (title, text) in intro.items():

@@ -287,10 +287,11 @@ def _write_pod_times(
     due: Mapping[str, float],
     bound: Mapping[str, PodRecord],
 ) -> None:
-    """Each pod's create-call start, due time (paced runs) and bound time as the watch saw
-    it, in wall-clock seconds, beside the scheduler's log: what the summaries are made of."""
+    """Each pod's start (the create call's; for a Deployment's pod, the watch seeing it),
+    due time (paced runs) and bound time as the watch saw it, in wall-clock seconds, beside
+    the scheduler's log: what the summaries are made of."""
     with path.open("w") as out:
-        out.write("pod\tsent\tdue\tbound\n")
+        out.write("pod\tstart\tdue\tbound\n")
         for name in sorted(sent):
             rec = bound.get(name)
             cells = (sent[name], due.get(name), rec.bound if rec else None)
@@ -1301,6 +1302,12 @@ class Bench:
             (r.node, _group(k), r.deleting is None) for k, r in watch.pods.items() if r.bound
         )
         record["overcommitted_nodes"] = sum(1 for m in usage.values() if m > NODE_CPU_MILLI)
+        _write_pod_times(
+            run_dir / "pods.tsv",
+            {n: r.added for n, r in recs.items() if r.added},
+            {n: due[app] for n in recs if (app := n.rsplit("-", 2)[0]) in due},
+            bound,
+        )
         record.update(
             complete=complete,
             bound=len(bound),
@@ -1314,6 +1321,7 @@ class Bench:
             latency_due=H.summarize(due_lat) if due_lat else None,
             bound_curve=H.completion_curve([r.bound for r in bound.values() if r.bound], first),
             created_curve=H.completion_curve(added, first),
+            limiter_start_ms=_limiter_start_ms(mode, bound, first),
             watch_errors=watch.errors[:5],
             log=str(proc.log_path),
         )

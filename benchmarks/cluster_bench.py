@@ -66,6 +66,7 @@ import json
 import os
 import platform
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -570,9 +571,17 @@ class KubeSchedulerProc(SchedulerProc):
     label = H.KUBE
     scheduler_name = "default-scheduler"
 
-    def __init__(self, workdir: Path, kubeconfig: Path, qps: int | None, bin_dir: Path) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        kubeconfig: Path,
+        qps: int | None,
+        bin_dir: Path,
+        extra_args: Sequence[str] = (),
+    ) -> None:
         super().__init__(workdir, kubeconfig, qps)
         self.binary = bin_dir / "kube-scheduler"
+        self.extra_args = list(extra_args)
         client: dict[str, Any] = {"kubeconfig": str(kubeconfig)}
         if qps is not None:
             client.update(qps=qps, burst=qps)
@@ -595,6 +604,7 @@ class KubeSchedulerProc(SchedulerProc):
             f"--config={self.config_path}",
             f"--bind-address={LOOPBACK}",
             f"--secure-port={self.port}",
+            *self.extra_args,
         ]
 
     def ready(self) -> bool:
@@ -1036,7 +1046,9 @@ class Bench:
         assert self.kubeconfig is not None and self.bin_dir is not None
         proc: SchedulerProc
         if which == H.KUBE:
-            proc = KubeSchedulerProc(run_dir, self.kubeconfig, qps, self.bin_dir)
+            proc = KubeSchedulerProc(
+                run_dir, self.kubeconfig, qps, self.bin_dir, shlex.split(self.args.kube_args)
+            )
         else:
             proc = PySchedulerProc(run_dir, self.kubeconfig, qps, cprofile_out, self.py_source)
         proc.start()
@@ -1957,6 +1969,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="worktree",
         help="py-scheduler's code: the work tree (default) or a git revision (e.g. HEAD) "
         "extracted to a snapshot, so that edits made during a long run do not change it",
+    )
+    ap.add_argument(
+        "--kube-args",
+        default="",
+        help="extra kube-scheduler flags, e.g. '-v=6' (every API request in its log)",
     )
     ap.add_argument("--state-dir", help="reuse this control plane state dir (kept running)")
     ap.add_argument("--keep-cluster", action="store_true", help="do not stop the control plane")

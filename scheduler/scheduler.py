@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -29,9 +29,20 @@ from scheduler.metrics import Metrics
 from scheduler.schedule_one import Binder, CycleResult, Recorder, SchedulerCore
 from scheduler.types import PodInfo
 
-__all__ = ["Scheduler"]
+__all__ = ["CycleWrites", "Scheduler"]
 
 log = structlog.get_logger("py-scheduler")
+
+
+class CycleWrites(Protocol):
+    """The API writes a scheduling cycle makes on failure (the PodScheduled condition and
+    the nomination), which the loop waits for before the next cycle, as kube-scheduler's
+    failure handler makes them in its scheduling goroutine."""
+
+    def begin_cycle(self) -> None: ...
+
+    def end_cycle(self) -> Awaitable[Any] | None: ...
+
 
 # Upstream runs flushUnschedulableEntitiesLeftover every 30 s; the flush loop ticks each 1 s.
 LEFT_OVER_FLUSH_TICKS = 30
@@ -58,6 +69,7 @@ class Scheduler:
         metrics: Metrics | None = None,
         on_assumed: Callable[[PodInfo, int], None] | None = None,
         settle_preemption: Callable[[], Awaitable[None]] | None = None,
+        cycle_writes: CycleWrites | None = None,
         api_client: ApiClient | None = None,
         event_recorder: EventRecorder | None = None,
     ) -> None:
@@ -68,6 +80,7 @@ class Scheduler:
         self.namespace_labels = {} if namespace_labels is None else namespace_labels
         self.on_assumed = on_assumed
         self.settle_preemption = settle_preemption
+        self.cycle_writes = cycle_writes
         self._wake = asyncio.Event()
         self._leader = asyncio.Event()
         self._synced = asyncio.Event()
@@ -148,12 +161,18 @@ class Scheduler:
                 await self._wait_wake(1.0)
                 continue
             start = time.perf_counter()
+            writes = self.cycle_writes
+            if writes is not None:
+                writes.begin_cycle()
             result = self.core.schedule_one()
+            written = None if writes is None else writes.end_cycle()
             if result is None:
                 self._wake.clear()
                 await self._wait_wake(1.0)
                 continue
             self._observe(result, time.perf_counter() - start)
+            if written is not None:
+                await written  # the failure's status write, as upstream's failure handler
             if result.outcome == "preempting" and self.settle_preemption is not None:
                 await self.settle_preemption()
             await asyncio.sleep(0)  # let informer deltas in between cycles

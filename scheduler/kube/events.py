@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -148,6 +148,8 @@ class EventRecorder:
         # is another object: another event).
         self._event_memo: dict[_MemoKey, _EventMemo] = {}
         self._assumed: dict[str, tuple[float, int]] = {}
+        # The status writes of the scheduling cycle under way (None between cycles).
+        self._cycle_writes: list[asyncio.Task[None]] | None = None
         self.retry_delay = 0.5
 
     # ------------------------------------------------------------------ the port
@@ -201,8 +203,31 @@ class EventRecorder:
             status: dict[str, Any] = {"conditions": [condition]}
             if nominated_node is not None:
                 status["nominatedNodeName"] = nominated_node or None
-            self.spawn(self.patch_status(pod, {"status": status}))
+            write = self.patch_status(pod, {"status": status})
+            if self._cycle_writes is None:
+                self.spawn(write)
+            else:
+                self._cycle_writes.append(asyncio.get_running_loop().create_task(write))
         self.spawn(self.event(pod, "Warning", "FailedScheduling", message, action="Scheduling"))
+
+    # ------------------------------------------------------------------ the cycle's writes
+    def begin_cycle(self) -> None:
+        """A scheduling cycle starts: the status it writes on failure (the PodScheduled
+        condition, the nomination) is kept for ``end_cycle``."""
+        self._cycle_writes = []
+
+    def end_cycle(self) -> Awaitable[list[Any]] | None:
+        """The cycle is over: what the loop awaits before the next one, or None when it
+        wrote nothing. As kube-scheduler, whose failure handler makes that call in the
+        scheduling goroutine (its SchedulerAsyncAPICalls gate, which would queue it, is off
+        by default in v1.37): the next cycle starts once it is answered, or has failed, or
+        timed out, and a client that waits for its rate limit holds the loop with it. So a
+        pod retried while the victims of its preemption still terminate is retried when its
+        turn comes after that wait, as upstream's."""
+        writes, self._cycle_writes = self._cycle_writes, None
+        if not writes:
+            return None
+        return asyncio.gather(*writes, return_exceptions=True)
 
     def eventf(
         self,

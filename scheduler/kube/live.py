@@ -111,6 +111,7 @@ class LiveScheduler:
             clock=clock,
             on_assumed=self.recorder.assumed,
             settle_preemption=None if config.async_preemption else self.executor.settle,
+            cycle_writes=self.recorder,
             api_client=client,
             event_recorder=self.recorder,
         )

@@ -5,6 +5,7 @@ queue gate, leadership, and the event intake through the informers' stores."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any, ClassVar
 
@@ -241,6 +242,71 @@ def test_failure_patches_status_once_per_message_and_counts_repeated_events() ->
         name = h.api.of("POST", "/events")[0][1]["metadata"]["name"]
         assert name.startswith("big.")
         assert h.api.of("PATCH", f"/events/{name}")[0][1]["series"]["count"] == 2
+
+    _run(go())
+
+
+def test_a_failed_cycle_s_status_write_is_awaited_by_the_loop_outside_a_cycle_spawned() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        h.event("pods", "ADDED", make_pod("big").req(cpu="2").obj())
+        rec = h.live.recorder
+        assert h.s.cycle_writes is rec
+        rec.begin_cycle()
+        h.core.schedule_one()
+        written = rec.end_cycle()
+        assert written is not None  # the condition's write is the loop's to await
+        assert h.status_patches("default/big") == []
+        await written
+        assert len(h.status_patches("default/big")) == 1
+        # A cycle that writes nothing hands the loop nothing to wait for.
+        rec.begin_cycle()
+        assert h.core.schedule_one() is None
+        assert rec.end_cycle() is None
+        # A failure reported outside a cycle (a binding's) is written in the background.
+        h.event("pods", "ADDED", make_pod("other").req(cpu="3").obj())
+        h.core.schedule_one()  # no begin_cycle: as a bind result's failure handling
+        await h.drain()
+        assert len(h.status_patches("default/other")) == 1
+
+    _run(go())
+
+
+def test_the_loop_starts_no_cycle_while_a_failure_s_status_write_is_under_way() -> None:
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        h.event("pods", "ADDED", make_pod("a").priority(10).req(cpu="2").obj())
+        h.event("pods", "ADDED", make_pod("b").priority(5).req(cpu="2").obj())
+        gate = asyncio.Event()
+        request = h.api.request
+
+        async def held(method: str, path: str, **kw: Any) -> dict[str, Any]:
+            if method == "PATCH" and path.endswith("/status"):
+                await gate.wait()  # a client waiting for its rate limit, or a slow server
+            return await request(method, path, **kw)
+
+        h.api.request = held  # type: ignore[method-assign]
+        h.s.mark_synced()
+        loop = asyncio.get_running_loop().create_task(h.s.run())
+        for _ in range(50):
+            await asyncio.sleep(0)
+        # "a" (the higher priority) failed and its status write is held: "b" waits.
+        assert h.core.queue.get("default/b") is not None
+        assert h.api.of("PATCH") == []
+        attempts = h.s.metrics.child(h.s.metrics.schedule_attempts, "unschedulable", "py-scheduler")
+        assert attempts.value == 1
+        gate.set()
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert len(h.status_patches("default/a")) == 1
+        assert len(h.status_patches("default/b")) == 1
+        assert attempts.value == 2
+        await h.s.stop()
+        loop.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await loop
 
     _run(go())
 

@@ -86,6 +86,7 @@ class Scheduler:
         self._synced = asyncio.Event()
         self._stopping = False
         self.last_loop_tick = time.monotonic()
+        self._api_waits = 0  # awaits of the loop on API calls under way (not a stall)
         labels = self.namespace_labels
         self.core = SchedulerCore(
             config,
@@ -164,18 +165,31 @@ class Scheduler:
             writes = self.cycle_writes
             if writes is not None:
                 writes.begin_cycle()
-            result = self.core.schedule_one()
-            written = None if writes is None else writes.end_cycle()
+            try:
+                result = self.core.schedule_one()
+            finally:
+                written = None if writes is None else writes.end_cycle()
             if result is None:
                 self._wake.clear()
                 await self._wait_wake(1.0)
                 continue
             self._observe(result, time.perf_counter() - start)
             if written is not None:
-                await written  # the failure's status write, as upstream's failure handler
+                await self._api_wait(written)  # the failure's status write, as upstream's
             if result.outcome == "preempting" and self.settle_preemption is not None:
-                await self.settle_preemption()
+                await self._api_wait(self.settle_preemption())
             await asyncio.sleep(0)  # let informer deltas in between cycles
+
+    async def _api_wait(self, calls: Awaitable[Any]) -> None:
+        """Wait for API calls the next cycle must not start before. They may wait for the
+        client's rate limit behind a backlog of bindings (seconds at the defaults), and
+        each is bounded by the client's timeout: waiting for them is not a stall."""
+        self._api_waits += 1
+        try:
+            await calls
+        finally:
+            self._api_waits -= 1
+            self.last_loop_tick = time.monotonic()
 
     async def _wait_wake(self, timeout: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -260,9 +274,11 @@ class Scheduler:
         self._wake.set()
 
     def healthy(self, stall_seconds: float = 30.0) -> bool:
-        """The scheduling loop turned within ``stall_seconds`` (or is still waiting for the
-        caches, which /readyz reports)."""
-        if not self.synced:
+        """The scheduling loop turned within ``stall_seconds``, or is still waiting for the
+        caches (which /readyz reports), or for API calls the next cycle must follow (a
+        failure's status write, a synchronous preemption's calls: they progress, each
+        bounded by the client's timeout)."""
+        if not self.synced or self._api_waits:
             return True
         return time.monotonic() - self.last_loop_tick < stall_seconds
 

@@ -297,6 +297,7 @@ def test_the_loop_starts_no_cycle_while_a_failure_s_status_write_is_under_way() 
         assert h.api.of("PATCH") == []
         attempts = h.s.metrics.child(h.s.metrics.schedule_attempts, "unschedulable", "py-scheduler")
         assert attempts.value == 1
+        assert h.s.healthy(stall_seconds=0.0)  # waiting for the API is not a stalled loop
         gate.set()
         for _ in range(50):
             await asyncio.sleep(0)

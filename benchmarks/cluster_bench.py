@@ -48,7 +48,7 @@ Usage:
     python benchmarks/cluster_bench.py [--size small|large|xl|both|all|LIST] [--out DIR]
         [--scenarios throughput,deployments,preemption] [--modes defaults,equal]
         [--schedulers kube,py] [--repeat N]
-        [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD]
+        [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
 """
 

@@ -141,6 +141,29 @@ def limiter_start(
     return _median(late)
 
 
+def cfs_bandwidth(cores: float, period_us: int = 10_000) -> tuple[int, int]:
+    """(quota, period) in microseconds for a CFS bandwidth limit of ``cores`` CPUs: the
+    period is ``period_us`` (a short one spreads the allowance evenly: 10 ms by default),
+    lengthened where the quota would fall under the kernel's 1 ms minimum. A limit that
+    is not a positive number is a ValueError."""
+    if not cores > 0 or cores != cores or cores == float("inf"):
+        raise ValueError(f"a CPU limit must be a positive number of cores, got {cores!r}")
+    period = max(period_us, math.ceil(1000 / cores))
+    return max(1000, round(cores * period)), period
+
+
+def steady_rate(bound: Iterable[float], lo: float = 0.1, hi: float = 0.9) -> float | None:
+    """Binds per second between the ``lo`` and ``hi`` fractions of the binds (the middle of
+    the run, without its ramp up and its tail); None with fewer than 10 binds or no time
+    between them."""
+    times = sorted(bound)
+    if len(times) < 10:
+        return None
+    a, b = int(lo * (len(times) - 1)), int(hi * (len(times) - 1))
+    span = times[b] - times[a]
+    return None if span <= 0 else (b - a) / span
+
+
 def ratio(num: float | None, den: float | None, digits: int = 2) -> float | None:
     """num / den rounded, or None when either is missing or den is 0."""
     if num is None or den is None or den == 0:
@@ -763,6 +786,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             ),
         )
         md.append("")
+    md += _render_cpu_limited(runs, meta.get("scheduler_cpu_limit"))
     profile = results.get("profile")
     if profile and profile.get("self"):
         md += [
@@ -794,6 +818,71 @@ def render_markdown(results: Mapping[str, Any]) -> str:
         md += _render_core(core)
         md.append("")
     return "\n".join(md).rstrip() + "\n"
+
+
+def per_core(rate: float | None, cores: float | None) -> float | None:
+    """Pods a second per core of CPU limit: ``rate`` / ``cores`` (None when either is)."""
+    if rate is None or not cores:
+        return None
+    return round(rate / cores, 1)
+
+
+def _render_cpu_limited(
+    runs: Sequence[Mapping[str, Any]], limit: Mapping[str, Any] | None
+) -> list[str]:
+    """The runs made under --scheduler-cpus: each scheduler's saturated rate per core."""
+    limited = [r for r in runs if r.get("cpu_limit") and r.get("scenario") != "preemption"]
+    if not limited:
+        return []
+    md = [
+        "## Under a CPU limit",
+        "",
+        f"Each scheduler ran with {limit.get('cores') if limit else '-'} cores' worth of CPU "
+        f"time (a CFS quota of {limit.get('cfs_quota_us') if limit else '-'} us every "
+        f"{limit.get('cfs_period_us') if limit else '-'} us), so that it, not the control "
+        "plane, is the bottleneck. Steady pods/s: binds a second between the 10th and 90th "
+        "percentile of the binds. Per core: steady pods/s / the limit. Throttled: the share "
+        "of CFS periods in which the scheduler used up its quota (near 1: it was CPU-bound "
+        "throughout). py-scheduler is one thread, so its rate per core is the most it can "
+        "bind on any machine; kube-scheduler spreads over cores, up to its own serial "
+        "scheduling cycle's limit.",
+        "",
+    ]
+    md += _table(
+        [
+            "scenario",
+            "size",
+            "client QPS",
+            "scheduler",
+            "limit (cores)",
+            "pods",
+            "bound",
+            "pods/s",
+            "steady pods/s",
+            "steady pods/s per core",
+            "CPU ms/pod",
+            "throttled",
+        ],
+        (
+            [
+                r.get("scenario"),
+                r.get("size"),
+                r.get("qps_mode"),
+                r.get("scheduler"),
+                r.get("cpu_limit"),
+                r.get("pods"),
+                r.get("bound"),
+                r.get("pods_per_second"),
+                r.get("steady_pods_per_second"),
+                per_core(r.get("steady_pods_per_second"), r.get("cpu_limit")),
+                r.get("cpu_ms_per_pod"),
+                r.get("throttled_share"),
+            ]
+            for r in limited
+        ),
+    )
+    md.append("")
+    return md
 
 
 def _render_core(core: Mapping[str, Any]) -> list[str]:

@@ -489,6 +489,53 @@ def _http_status(url: str, context: ssl.SSLContext | None = None) -> int:
         conn.close()
 
 
+CGROUP_V1_CPU = Path("/sys/fs/cgroup/cpu")
+
+
+class CpuLimit:
+    """A CFS bandwidth limit (cgroup v1 ``cpu`` controller) that the scheduler under test
+    starts in: ``--scheduler-cpus Q`` gives either scheduler Q cores' worth of CPU time, so
+    that it, not the 2-core control plane, is the bottleneck. Its saturated pods/s divided
+    by Q is what it binds per core-second; for py-scheduler, which is one thread, that is
+    the most it can bind on any machine. One cgroup per invocation, removed at the end."""
+
+    def __init__(self, cores: float, root: Path = CGROUP_V1_CPU) -> None:
+        self.cores = cores
+        self.quota_us, self.period_us = H.cfs_bandwidth(cores)
+        if not (root / "cpu.cfs_quota_us").is_file():
+            raise RuntimeError(
+                f"--scheduler-cpus needs the cgroup v1 cpu controller at {root} "
+                "(cpu.cfs_quota_us), which this machine does not have"
+            )
+        self.path = root / f"py-scheduler-bench-{os.getpid()}"
+        try:
+            self.path.mkdir(exist_ok=True)
+            # The period first: a quota is checked against the period in force.
+            (self.path / "cpu.cfs_period_us").write_text(f"{self.period_us}\n")
+            (self.path / "cpu.cfs_quota_us").write_text(f"{self.quota_us}\n")
+        except OSError as e:
+            raise RuntimeError(f"--scheduler-cpus: cannot set up {self.path}: {e}") from e
+
+    def wrap(self, argv: Sequence[str]) -> list[str]:
+        """``argv`` started inside the cgroup: the shell joins it, then execs (same pid)."""
+        procs = str(self.path / "cgroup.procs")
+        return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv]
+
+    def stat(self) -> dict[str, int]:
+        """cpu.stat: nr_periods, nr_throttled, throttled_time (ns)."""
+        out: dict[str, int] = {}
+        with contextlib.suppress(OSError):
+            for line in (self.path / "cpu.stat").read_text().splitlines():
+                key, _, value = line.partition(" ")
+                with contextlib.suppress(ValueError):
+                    out[key] = int(value)
+        return out
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+
 class SchedulerProc:
     """One scheduler process with its config, log, health URL and /proc numbers."""
 
@@ -502,6 +549,7 @@ class SchedulerProc:
         self.qps = qps  # None: the shipped defaults
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
+        self.cpu_limit: CpuLimit | None = None  # set before start(): run inside it
         workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / f"{self.label}.log"
 
@@ -517,7 +565,7 @@ class SchedulerProc:
         return self.proc.pid
 
     def start(self, timeout: float = 120.0) -> None:
-        argv = self.argv()
+        argv = self.argv() if self.cpu_limit is None else self.cpu_limit.wrap(self.argv())
         with open(self.log_path, "ab") as out:
             out.write(f"# {time.strftime('%F %T')} {' '.join(argv)}\n".encode())
             out.flush()
@@ -555,6 +603,25 @@ class SchedulerProc:
 
     def cpu_seconds(self) -> float | None:
         return None if self.proc is None else proc_cpu_seconds(self.proc.pid)
+
+    def usage_start(self) -> float:
+        """The measured phase starts: the CPU seconds so far, and the CPU limit's counters
+        kept for ``limit_usage``."""
+        self._limit0 = {} if self.cpu_limit is None else self.cpu_limit.stat()
+        return self.cpu_seconds() or 0.0
+
+    def limit_usage(self) -> dict[str, Any]:
+        """Under ``--scheduler-cpus``: the limit (cores) and the share of CFS periods since
+        ``usage_start`` in which the scheduler used up its quota (near 1: CPU-bound)."""
+        if self.cpu_limit is None:
+            return {}
+        now, then = self.cpu_limit.stat(), getattr(self, "_limit0", {})
+        periods = now.get("nr_periods", 0) - then.get("nr_periods", 0)
+        throttled = now.get("nr_throttled", 0) - then.get("nr_throttled", 0)
+        return {
+            "cpu_limit": self.cpu_limit.cores,
+            "throttled_share": round(throttled / periods, 3) if periods > 0 else None,
+        }
 
     def stop(self, timeout: float = 30.0) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -822,6 +889,7 @@ class Bench:
         self.work: Path | None = None
         self.seq = 0
         self.py_source: Path | None = None
+        self.cpu_limit: CpuLimit | None = None
 
     # ---------------------------------------------------------------- cluster
     def up(self) -> None:
@@ -1051,6 +1119,7 @@ class Bench:
             )
         else:
             proc = PySchedulerProc(run_dir, self.kubeconfig, qps, cprofile_out, self.py_source)
+        proc.cpu_limit = self.cpu_limit
         proc.start()
         return proc
 
@@ -1116,7 +1185,7 @@ class Bench:
                 )
             bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
             record["loadavg_before"] = loadavg()
-            cpu0 = proc.cpu_seconds() or 0.0
+            cpu0 = proc.usage_start()
             rate = self.args.paced_rate if mode == "defaults" else 0.0
             record["create_rate"] = rate or None
             sent, due = self.create_pods(ns, bodies, rate)
@@ -1150,6 +1219,9 @@ class Bench:
             create_seconds=round(created - first, 2),
             span_seconds=None if last is None else round(last - first, 2),
             pods_per_second=None if last is None else round(len(bound) / (last - first), 1),
+            steady_pods_per_second=_rounded(
+                H.steady_rate(r.bound for r in bound.values() if r.bound)
+            ),
             latency_client=H.summarize(client_lat),
             latency_server=H.summarize(server_lat, digits=1),
             latency_client_sketch=H.quantile_sketch(client_lat),
@@ -1267,7 +1339,7 @@ class Bench:
                 o for i in range(count) for o in self.deployment_objects(i, proc.scheduler_name)
             ]
             record["loadavg_before"] = loadavg()
-            cpu0 = proc.cpu_seconds() or 0.0
+            cpu0 = proc.usage_start()
             first = time.time()
             start = time.monotonic()
             # At the defaults, paced like the throughput scenario: Deployment i (its
@@ -1326,6 +1398,9 @@ class Bench:
             create_seconds=None if not added else round(max(added) - first, 2),
             span_seconds=None if last is None else round(last - first, 2),
             pods_per_second=None if last is None else round(len(bound) / (last - first), 1),
+            steady_pods_per_second=_rounded(
+                H.steady_rate(r.bound for r in bound.values() if r.bound)
+            ),
             latency_client=H.summarize(client_lat),
             latency_server=H.summarize(server_lat, digits=1),
             latency_client_sketch=H.quantile_sketch(client_lat),
@@ -1404,7 +1479,7 @@ class Bench:
             proc = self.start_scheduler(which, self._qps(mode), run_dir)
             self.warm_up(ns, proc, watch, self._qps(mode))
             record["loadavg_before"] = loadavg()
-            cpu0 = proc.cpu_seconds() or 0.0
+            cpu0 = proc.usage_start()
             sent: dict[str, float] = {}
             start = time.time()
             for i in range(n):
@@ -1426,6 +1501,7 @@ class Bench:
             record["vmhwm_kib"] = proc.vmhwm_kib()
             cpu1 = proc.cpu_seconds()
             record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
+            record.update(proc.limit_usage())
         finally:
             if proc is not None:
                 proc.stop()
@@ -1527,10 +1603,17 @@ class Bench:
         )
         if args.core_json and Path(args.core_json).is_file():
             self.results["core"] = json.loads(Path(args.core_json).read_text())
-        self.up()
-        meta["py_scheduler_version"] = _py_scheduler_version()
-        meta["kube_scheduler_version"] = _kube_scheduler_version(self.bin_dir)
+        if args.scheduler_cpus:
+            self.cpu_limit = CpuLimit(args.scheduler_cpus)
+            meta["scheduler_cpu_limit"] = {
+                "cores": args.scheduler_cpus,
+                "cfs_quota_us": self.cpu_limit.quota_us,
+                "cfs_period_us": self.cpu_limit.period_us,
+            }
         try:
+            self.up()
+            meta["py_scheduler_version"] = _py_scheduler_version()
+            meta["kube_scheduler_version"] = _kube_scheduler_version(self.bin_dir)
             for size in sizes:
                 for k, mode in enumerate(modes):
                     for scenario in scenarios:
@@ -1557,6 +1640,8 @@ class Bench:
             meta["loadavg_end"] = loadavg()
             self.save()
             self.down()
+            if self.cpu_limit is not None:
+                self.cpu_limit.remove()
 
     def _one(self, scenario: str, size: Size, mode: str, which: str) -> dict[str, Any]:
         """One run; a failure (e.g. the scheduler crashed) is recorded and the bench goes on."""
@@ -1634,6 +1719,10 @@ class Bench:
         }
 
 
+def _rounded(value: float | None, digits: int = 1) -> float | None:
+    return None if value is None else round(value, digits)
+
+
 def _record_usage(record: dict[str, Any], proc: SchedulerProc, cpu0: float, pods: int) -> None:
     """At the end of a measured phase: load, the scheduler's peak RSS and its CPU since
     ``cpu0`` (total and per pod)."""
@@ -1643,6 +1732,7 @@ def _record_usage(record: dict[str, Any], proc: SchedulerProc, cpu0: float, pods
     record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
     if cpu1 is not None:
         record["cpu_ms_per_pod"] = round(1000 * (cpu1 - cpu0) / pods, 2)
+    record.update(proc.limit_usage())
 
 
 def _rev_parse(rev: str) -> str:
@@ -1928,6 +2018,21 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _cores(text: str) -> float:
+    """--scheduler-cpus: 0 (no limit) or a CPU limit cfs_bandwidth accepts."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of cores, got {text!r}") from None
+    if value == 0:
+        return 0.0
+    try:
+        H.cfs_bandwidth(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument(
@@ -1974,6 +2079,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--kube-args",
         default="",
         help="extra kube-scheduler flags, e.g. '-v=6' (every API request in its log)",
+    )
+    ap.add_argument(
+        "--scheduler-cpus",
+        type=_cores,
+        default=0.0,
+        help="run the scheduler under test with this many cores' worth of CPU time (a cgroup "
+        "v1 CFS quota), so that it is the bottleneck: pods/s per core (0: no limit)",
     )
     ap.add_argument("--state-dir", help="reuse this control plane state dir (kept running)")
     ap.add_argument("--keep-cluster", action="store_true", help="do not stop the control plane")

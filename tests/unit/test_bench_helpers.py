@@ -464,3 +464,80 @@ def test_a_gap_among_the_first_pods_moves_the_limiter_start_and_the_tail() -> No
 
 def test_limiter_start_needs_a_bucket_that_ran_dry() -> None:
     assert H.limiter_start([i / 60 for i in range(150)], 0.0) is None
+
+
+@pytest.mark.parametrize(
+    ("cores", "want"),
+    [
+        pytest.param(0.25, (2500, 10_000), id="a quarter core: 2.5 ms every 10 ms"),
+        pytest.param(1.5, (15_000, 10_000), id="more than one core"),
+        pytest.param(0.05, (1000, 20_000), id="under the 1 ms minimum: a longer period"),
+        pytest.param(0.03, (1000, 33_334), id="the period rounds up, the quota stays >= 1 ms"),
+    ],
+)
+def test_cfs_bandwidth(cores: float, want: tuple[int, int]) -> None:
+    assert H.cfs_bandwidth(cores) == want
+
+
+@pytest.mark.parametrize("cores", [0.0, -1.0, float("nan"), float("inf")])
+def test_cfs_bandwidth_refuses_what_is_not_a_positive_number(cores: float) -> None:
+    with pytest.raises(ValueError, match="positive number of cores"):
+        H.cfs_bandwidth(cores)
+
+
+def test_steady_rate_leaves_out_the_ramp_and_the_tail() -> None:
+    # 10 binds in the first second (the ramp), then 100 a second for 8 s, then a slow tail.
+    ramp = [i / 10 for i in range(10)]
+    steady = [1.0 + i / 100 for i in range(800)]
+    tail = [9.0 + i for i in range(10)]
+    rate = H.steady_rate(ramp + steady + tail)
+    assert rate == pytest.approx(100.0, rel=0.02)
+    # The whole run's average is far below it.
+    assert len(ramp + steady + tail) / 18.0 < 50
+
+
+def test_steady_rate_needs_binds_spread_over_time() -> None:
+    assert H.steady_rate([1.0, 2.0, 3.0]) is None
+    assert H.steady_rate([5.0] * 20) is None
+
+
+def test_the_report_shows_cpu_limited_runs_per_core() -> None:
+    runs: list[dict[str, Any]] = [
+        {
+            "scenario": "throughput",
+            "size": "large",
+            "qps_mode": "equal",
+            "scheduler": H.PY,
+            "pods": 5000,
+            "bound": 5000,
+            "pods_per_second": 70.0,
+            "steady_pods_per_second": 80.0,
+            "cpu_ms_per_pod": 1.2,
+            "cpu_limit": 0.1,
+            "throttled_share": 0.97,
+            "latency_client": {},
+            "latency_server": {},
+        },
+        {
+            "scenario": "throughput",
+            "size": "large",
+            "qps_mode": "equal",
+            "scheduler": H.KUBE,
+            "pods": 5000,
+            "bound": 5000,
+            "pods_per_second": 30.0,
+            "steady_pods_per_second": 31.0,
+            "cpu_ms_per_pod": 3.1,
+            "latency_client": {},
+            "latency_server": {},
+        },
+    ]
+    meta = {"scheduler_cpu_limit": {"cores": 0.1, "cfs_quota_us": 1000, "cfs_period_us": 10000}}
+    md = H.render_markdown({"meta": meta, "runs": runs})
+    section = md.split("## Under a CPU limit", 1)[1]
+    assert "1000 us every 10000 us" in section
+    # One row: the run without a limit is not in this table.
+    rows = [ln for ln in section.split("\n## ", 1)[0].splitlines() if ln.startswith("| thro")]
+    assert len(rows) == 1 and H.PY in rows[0]
+    assert "| 800.00 |" in rows[0] and "| 0.97 |" in rows[0]
+    assert H.per_core(None, 0.1) is None and H.per_core(80.0, None) is None

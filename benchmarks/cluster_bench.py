@@ -27,6 +27,9 @@ namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
    (900m, grace 1s), high-priority pods (3 cpu) arrive at a fixed rate, each needing 3 victims;
    time until all are bound, victims per preemptor, preemptors that took more than needed.
 3. memory: each scheduler process's peak RSS (VmHWM) at the end of every run.
+   With --scheduler-cpus Q the scheduler under test runs under a CFS quota of Q cores (a
+   cgroup v1 cpu controller): saturated, its pods/s per core is what it binds per
+   core-second (for one-threaded py-scheduler, the most it can bind on any machine).
 
 4. deployments: pods made by kube-controller-manager for real Deployments (50 replicas each)
    with a headless Service and a PDB each, in three PriorityClasses; the scheduler watches
@@ -49,6 +52,7 @@ Usage:
         [--scenarios throughput,deployments,preemption] [--modes defaults,equal]
         [--schedulers kube,py] [--repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
+        [--scheduler-cpus CORES]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
 """
 

@@ -868,7 +868,7 @@ def _render_cpu_limited(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                 r.get("scenario"),
                 r.get("size"),
                 r.get("qps_mode"),
-                r.get("scheduler"),
+                str(r.get("scheduler")) + (" (profiled)" if r.get("profiled") else ""),
                 r.get("cpu_limit"),
                 r.get("pods"),
                 r.get("bound"),

@@ -554,6 +554,7 @@ class SchedulerProc:
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.cpu_limit: CpuLimit | None = None  # set before start(): run inside it
+        self._limit0: dict[str, int] = {}  # its counters when the measured phase began
         workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / f"{self.label}.log"
 
@@ -619,7 +620,7 @@ class SchedulerProc:
         ``usage_start`` in which the scheduler used up its quota (near 1: CPU-bound)."""
         if self.cpu_limit is None:
             return {}
-        now, then = self.cpu_limit.stat(), getattr(self, "_limit0", {})
+        now, then = self.cpu_limit.stat(), self._limit0
         periods = now.get("nr_periods", 0) - then.get("nr_periods", 0)
         throttled = now.get("nr_throttled", 0) - then.get("nr_throttled", 0)
         return {

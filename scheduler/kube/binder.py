@@ -57,7 +57,7 @@ class Binder:
         client: KubeClient,
         *,
         on_result: Callable[[str, str, str, str], None],
-        spawn: Callable[[Any], None],
+        spawn: Callable[[Any], object],  # its result unused
         metrics: Metrics,
         retry_delay: float = 0.2,
         retry_seconds: float = BIND_RETRY_SECONDS,

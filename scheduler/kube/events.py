@@ -133,7 +133,7 @@ class EventRecorder:
         event_client: KubeClient,
         *,
         identity: str,
-        spawn: Callable[[Any], None],
+        spawn: Callable[[Any], asyncio.Future[Any]],
         metrics: Metrics,
         controller: str = "py-scheduler",
     ) -> None:
@@ -149,7 +149,7 @@ class EventRecorder:
         self._event_memo: dict[_MemoKey, _EventMemo] = {}
         self._assumed: dict[str, tuple[float, int]] = {}
         # The status writes of the scheduling cycle under way (None between cycles).
-        self._cycle_writes: list[asyncio.Task[None]] | None = None
+        self._cycle_writes: list[asyncio.Future[Any]] | None = None
         self.retry_delay = 0.5
 
     # ------------------------------------------------------------------ the port
@@ -203,11 +203,9 @@ class EventRecorder:
             status: dict[str, Any] = {"conditions": [condition]}
             if nominated_node is not None:
                 status["nominatedNodeName"] = nominated_node or None
-            write = self.patch_status(pod, {"status": status})
-            if self._cycle_writes is None:
-                self.spawn(write)
-            else:
-                self._cycle_writes.append(asyncio.get_running_loop().create_task(write))
+            write = self.spawn(self.patch_status(pod, {"status": status}))
+            if self._cycle_writes is not None:
+                self._cycle_writes.append(write)  # the loop awaits it (end_cycle)
         self.spawn(self.event(pod, "Warning", "FailedScheduling", message, action="Scheduling"))
 
     # ------------------------------------------------------------------ the cycle's writes

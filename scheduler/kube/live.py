@@ -162,7 +162,9 @@ class LiveScheduler:
         )
 
     # ------------------------------------------------------------------ plumbing
-    def spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Any) -> asyncio.Future[Any]:
+        """Run ``coro`` in the background, drained by ``stop``; its task, for a caller that
+        also awaits it (a failed cycle's status write)."""
         # create_task for coroutines (ensure_future's checks cost ~1.5 % at two per pod)
         task = (
             asyncio.get_running_loop().create_task(coro)
@@ -171,6 +173,7 @@ class LiveScheduler:
         )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _wake(self) -> None:
         self.scheduler.wake()

@@ -87,9 +87,9 @@ run: install ## run the scheduler (local control plane unless KUBECONFIG is set)
 	  echo "kubeconfig: $$KUBECONFIG"; \
 	  echo "try:        kubectl --kubeconfig $$KUBECONFIG apply -f manifests/examples/priorityclasses.yaml -f manifests/examples/deployment.yaml"; \
 	  echo "            (then the walkthrough in manifests/examples/README.md)"; \
-	  exec $(VENV)/bin/py-scheduler run --kubeconfig "$$KUBECONFIG" --no-leader-elect; \
+	  exec $(VENV)/bin/py-scheduler run --kubeconfig "$$KUBECONFIG" --no-leader-elect -v 2; \
 	else \
-	  exec $(VENV)/bin/py-scheduler run --kubeconfig "$$KUBECONFIG"; \
+	  exec $(VENV)/bin/py-scheduler run --kubeconfig "$$KUBECONFIG" -v 2; \
 	fi
 
 $(VENV)/.bench-installed: $(VENV)/.installed pyproject.toml

@@ -1,6 +1,9 @@
 """structlog set-up: JSON lines when stderr is not a TTY, readable console output otherwise.
 
-Verbosity follows kube-scheduler's -v: 0-3 info, 4+ debug (per-node detail). Records of the
+Verbosity follows kube-scheduler's -v: 0-3 info, 4+ debug (per-node detail); the lines
+kube-scheduler writes at V(2), one per scheduling attempt (``pod_bound``,
+``pod_unschedulable``), need -v 2 (``v(2)``), as its "Successfully bound pod to node" and
+"Unable to schedule pod; no fit; waiting" do. Records of the
 standard library's loggers (kopf's watcher reporting a dropped connection or a 410 Gone
 re-list, aiohttp, the kubernetes client) go through the same renderer, so every line of
 the process is one structured record; kopf's and aiohttp's chatter below WARNING is kept
@@ -15,10 +18,19 @@ import sys
 import orjson
 import structlog
 
-__all__ = ["configure_logging"]
+__all__ = ["configure_logging", "v"]
+
+_verbosity = 0
+
+
+def v(level: int) -> bool:
+    """Whether lines of klog's ``V(level)`` are written (``-v`` is ``level`` or more)."""
+    return _verbosity >= level
 
 
 def configure_logging(verbosity: int = 0, *, json_logs: bool | None = None) -> None:
+    global _verbosity
+    _verbosity = verbosity
     if json_logs is None:
         json_logs = not sys.stderr.isatty()
     level = _stdlib_logging.DEBUG if verbosity >= 4 else _stdlib_logging.INFO

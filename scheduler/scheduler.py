@@ -25,6 +25,7 @@ from scheduler.clock import Clock, RealClock
 from scheduler.config import SchedulerConfig
 from scheduler.framework.preemption import PreemptionActions
 from scheduler.framework.waiting_pods import ApiClient, EventRecorder
+from scheduler.logging import v
 from scheduler.metrics import Metrics
 from scheduler.schedule_one import Binder, CycleResult, Recorder, SchedulerCore
 from scheduler.types import PodInfo
@@ -255,7 +256,7 @@ class Scheduler:
                 node=result.node,
                 victims=[v.key for v in result.victims],
             )
-        else:
+        elif v(2):  # kube-scheduler's "Unable to schedule pod; no fit; waiting" is V(2)
             log.info("pod_unschedulable", pod=result.pod.key, message=result.message)
         for node, st in result.node_statuses.items():
             log.debug(

@@ -38,6 +38,7 @@ from scheduler.framework.waiting_pods import check_event
 from scheduler.kube.binder import pod_path
 from scheduler.kube.client import KubeClient, ignore_reply
 from scheduler.kube.errors import ApiError, Conflict, NotFound
+from scheduler.logging import v
 from scheduler.metrics import Metrics
 from scheduler.types import PodInfo
 
@@ -159,13 +160,14 @@ class EventRecorder:
 
     def scheduled(self, pod: PodInfo, node_name: str) -> None:
         started, attempts = self._assumed.pop(pod.key, (0.0, 1))
-        log.info(
-            "pod_bound",
-            pod=pod.key,
-            node=node_name,
-            attempts=attempts,
-            bind_seconds=round(time.perf_counter() - started, 4) if started else None,
-        )
+        if v(2):  # kube-scheduler's "Successfully bound pod to node" is V(2)
+            log.info(
+                "pod_bound",
+                pod=pod.key,
+                node=node_name,
+                attempts=attempts,
+                bind_seconds=round(time.perf_counter() - started, 4) if started else None,
+            )
         self.metrics.pod_scheduling_attempts.observe(attempts)
         self._status_memo.pop(pod.key, None)
         self.spawn(

@@ -647,8 +647,12 @@ def test_a_malformed_pod_of_ours_gets_a_warning_event_naming_the_field() -> None
     _run(go())
 
 
-def test_per_node_verdicts_are_logged_at_debug_and_a_bound_pod_logs_no_error() -> None:
+def test_per_node_verdicts_are_logged_at_debug_and_a_bound_pod_logs_no_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from structlog.testing import capture_logs
+
+    monkeypatch.setattr("scheduler.logging._verbosity", 2)  # pod_unschedulable is V(2)
 
     async def go() -> None:
         h = Harness()
@@ -674,6 +678,38 @@ def test_per_node_verdicts_are_logged_at_debug_and_a_bound_pod_logs_no_error() -
             h.s._observe(ok, 0.001)
         assert [e["event"] for e in logs] == ["pod_assumed"]
         await h.drain()
+
+    _run(go())
+
+
+@pytest.mark.parametrize(
+    ("verbosity", "logged"),
+    [
+        pytest.param(0, [], id="-v 0: kube-scheduler's V(2) bind and no-fit lines are not written"),
+        pytest.param(2, ["pod_bound", "pod_unschedulable"], id="-v 2: both written"),
+    ],
+)
+def test_the_per_attempt_lines_are_v2_as_kube_scheduler_s(
+    monkeypatch: pytest.MonkeyPatch, verbosity: int, logged: list[str]
+) -> None:
+    from structlog.testing import capture_logs
+
+    monkeypatch.setattr("scheduler.logging._verbosity", verbosity)
+
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=9).obj())
+        h.event("pods", "ADDED", make_pod("fits").req(cpu="100m").obj())
+        h.event("pods", "ADDED", make_pod("big").req(cpu="2").obj())
+        with capture_logs() as logs:
+            for _ in range(2):
+                r = h.core.schedule_one()
+                assert r is not None
+                h.s._observe(r, 0.001)
+            await h.drain()
+        assert h.binds() == [("default/fits", "n1")]
+        names = [e["event"] for e in logs if e["log_level"] == "info"]
+        assert sorted(names) == logged
 
     _run(go())
 

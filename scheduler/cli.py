@@ -47,6 +47,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbosity", type=int, default=0, help="log verbosity (4+: per node)")
     run.add_argument("--port", type=int, help="health/metrics port (overrides config httpPort)")
     run.add_argument("--bind-address", help="health/metrics address (overrides httpBindAddress)")
+    run.add_argument(
+        "--events-in-process",
+        action="store_true",
+        help="write Events from the scheduler's own process (default: a child process, "
+        "which takes that work off the scheduling loop's core)",
+    )
 
     sim = sub.add_parser("simulate", help="what the scheduler would do with a cluster dump")
     sim.add_argument(
@@ -122,7 +128,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from scheduler.operator import run
 
     kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
-    return _run_loop(run(config, kubeconfig=kubeconfig, leader_elect=leader_elect))
+    return _run_loop(
+        run(
+            config,
+            kubeconfig=kubeconfig,
+            leader_elect=leader_elect,
+            event_process=not args.events_in_process,
+        )
+    )
 
 
 def _run_loop(main: Coroutine[Any, Any, int]) -> int:

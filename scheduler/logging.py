@@ -18,7 +18,7 @@ import sys
 import orjson
 import structlog
 
-__all__ = ["configure_logging", "v"]
+__all__ = ["configure_logging", "v", "verbosity"]
 
 _verbosity = 0
 
@@ -26,6 +26,11 @@ _verbosity = 0
 def v(level: int) -> bool:
     """Whether lines of klog's ``V(level)`` are written (``-v`` is ``level`` or more)."""
     return _verbosity >= level
+
+
+def verbosity() -> int:
+    """The ``-v`` the process was configured with."""
+    return _verbosity
 
 
 def configure_logging(verbosity: int = 0, *, json_logs: bool | None = None) -> None:

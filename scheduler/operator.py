@@ -255,8 +255,15 @@ async def run_operator(
     return exit_code
 
 
-async def run(config: SchedulerConfig, *, kubeconfig: str | None, leader_elect: bool) -> int:
-    """``py-scheduler run``: build the live scheduler and run it; the process exit code."""
+async def run(
+    config: SchedulerConfig,
+    *,
+    kubeconfig: str | None,
+    leader_elect: bool,
+    event_process: bool = True,
+) -> int:
+    """``py-scheduler run``: build the live scheduler and run it; the process exit code.
+    ``event_process``: Events are written by a child process (``scheduler.kube.eventsink``)."""
     import socket
     import sys
     import uuid
@@ -270,7 +277,7 @@ async def run(config: SchedulerConfig, *, kubeconfig: str | None, leader_elect: 
     # The lock's own client: renewals never wait behind Bindings (kube-scheduler does the same).
     lease_client = client.derive(qps=config.qps, burst=config.burst, pool_size=2)
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-    live = LiveScheduler(config, client, identity=identity)
+    live = LiveScheduler(config, client, identity=identity, event_process=event_process)
     try:
         return await run_operator(
             live, lease_client, config, kubeconfig=kubeconfig, leader_elect=leader_elect

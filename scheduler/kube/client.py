@@ -26,9 +26,9 @@ its own pool and its own bucket.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ssl
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -41,6 +41,15 @@ from kubernetes.aio import config as aio_config
 from scheduler.decode import loads_json
 from scheduler.kube.errors import ApiError, Unreachable, error_for_status
 from scheduler.kube.http1 import ConnectionPool, HttpError
+from scheduler.kube.transport import (
+    TokenBucket,
+    detail,
+    ignore_reply,
+    read_reply,
+    target,
+    tls_context,
+    unreachable_message,
+)
 
 __all__ = [
     "KubeClient",
@@ -66,13 +75,13 @@ except ImportError:  # pragma: no cover - orjson is a dependency; this keeps a b
 
 def _ssl_context(cfg: aio_client.Configuration) -> ssl.SSLContext:
     """The TLS settings of the configuration, as ``kubernetes.aio``'s REST client reads them."""
-    ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert, cadata=cfg.ca_cert_data)
-    if cfg.cert_file:
-        ctx.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
-    if not cfg.verify_ssl:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    return ctx
+    return tls_context(
+        ca_file=cfg.ssl_ca_cert,
+        ca_data=cfg.ca_cert_data,
+        cert_file=cfg.cert_file,
+        key_file=cfg.key_file,
+        verify=bool(cfg.verify_ssl),
+    )
 
 
 def _proxy_for(cfg: aio_client.Configuration) -> str | None:
@@ -138,33 +147,6 @@ def context_namespace(kubeconfig: str | None) -> str:
         return Path(SA_NAMESPACE).read_text().strip() or "default"
     except OSError:
         return "default"
-
-
-def _target(path: str, query: Mapping[str, Any] | None) -> str:
-    """The request target: ``path``, then ``?`` and the encoded query when there is one."""
-    return path + "?" + urllib.parse.urlencode(query) if query else path
-
-
-class TokenBucket:
-    """client-go's token bucket rate limiter: ``qps`` tokens a second, ``burst`` at most.
-    ``delay()`` takes a token and says how long to wait for it. O(1)."""
-
-    def __init__(self, qps: float, burst: int) -> None:
-        self.rate = qps
-        self.capacity = float(max(burst, 1))
-        self.tokens = self.capacity
-        self.stamp = time.monotonic()
-
-    def delay(self) -> float:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
-        self.tokens -= 1.0
-        return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
-
-    def give_back(self) -> None:
-        """Return the token of a call that was cancelled before it was sent."""
-        self.tokens = min(self.capacity, self.tokens + 1.0)
 
 
 class KubeClient:
@@ -237,6 +219,37 @@ class KubeClient:
     def host(self) -> str:
         return str(self.configuration.host)
 
+    @property
+    def proxied(self) -> bool:
+        """Whether calls go through an HTTP proxy (then through aiohttp)."""
+        return self._proxy is not None
+
+    def connection_settings(self) -> dict[str, Any]:
+        """Where and how this client connects, as plain values (the event process makes
+        its own connections from them): the API server, the TLS files or data, the
+        server name, the timeout and user agent."""
+        cfg = self.configuration
+        ca_data = cfg.ca_cert_data
+        return {
+            "host": self._base,
+            "ca_file": cfg.ssl_ca_cert,
+            # PEM text as is; DER bytes in base64 (the settings travel as JSON)
+            "ca_data": ca_data if not isinstance(ca_data, bytes) else None,
+            "ca_der": base64.b64encode(ca_data).decode() if isinstance(ca_data, bytes) else None,
+            "cert_file": cfg.cert_file,
+            "key_file": cfg.key_file,
+            "verify": bool(cfg.verify_ssl),
+            "server_name": self._server_hostname,
+            "timeout": self.timeout,
+            "user_agent": self.user_agent,
+        }
+
+    async def authorization(self) -> str | None:
+        """The Authorization header's value now (the loaders' hooks refresh the token), or
+        None without a bearer token."""
+        auth = (await self.configuration.auth_settings()).get("BearerToken")
+        return str(auth["value"]) if auth else None
+
     # ------------------------------------------------------------------ requests
     async def _take_token(self) -> None:
         wait = self.bucket.delay()
@@ -258,7 +271,7 @@ class KubeClient:
         timeout: aiohttp.ClientTimeout,
     ) -> aiohttp.ClientResponse:
         await self._take_token()
-        url = self._base + _target(path, query)
+        url = self._base + target(path, query)
         try:
             return await self._get_session().request(
                 method,
@@ -295,22 +308,14 @@ class KubeClient:
             try:
                 status, data = await self._get_pool().request(
                     method,
-                    _target(path, query),
+                    target(path, query),
                     headers=await self._headers(content_type),
                     body=None if body is None else dumps_json(body),
                     timeout=timeout or self.timeout,
                 )
             except HttpError as e:
                 raise Unreachable(self._unreachable(method, path, e)) from e
-        if status >= 300:
-            raise error_for_status(status, f"{method} {path}: {status}: {_detail(data)}")
-        if not data:
-            return {}
-        try:
-            out = loads(data)
-        except ValueError as e:
-            raise ApiError(f"{method} {path}: response is not JSON") from e
-        return out if isinstance(out, dict) else {"items": out}
+        return read_reply(method, path, status, data, loads)
 
     async def _request_via_session(
         self,
@@ -350,7 +355,7 @@ class KubeClient:
         await self._take_token()
         try:
             stream = await self._get_pool().open_stream(
-                _target(path, query),
+                target(path, query),
                 headers=await self._headers("application/json"),
                 timeout=self.timeout,
             )
@@ -363,7 +368,7 @@ class KubeClient:
                 except HttpError as e:
                     raise Unreachable(self._unreachable("GET", path, e)) from e
                 raise error_for_status(
-                    stream.status, f"GET {path}: {stream.status}: {_detail(data)}"
+                    stream.status, f"GET {path}: {stream.status}: {detail(data)}"
                 )
             try:
                 async for line in stream.lines(read_timeout):
@@ -383,7 +388,7 @@ class KubeClient:
         async with resp:
             if resp.status >= 300:
                 data = await resp.read()
-                raise error_for_status(resp.status, f"GET {path}: {resp.status}: {_detail(data)}")
+                raise error_for_status(resp.status, f"GET {path}: {resp.status}: {detail(data)}")
             try:
                 while True:
                     line = await resp.content.readline()
@@ -397,10 +402,7 @@ class KubeClient:
                 raise ApiError(f"GET {path}: unreadable watch stream: {e}") from e
 
     def _unreachable(self, method: str, path: str, err: object) -> str:
-        text = str(getattr(err, "reason", None) or err) or type(err).__name__
-        if "Errno" in text:  # "... [Errno 111] Connect call failed ..." -> the tail
-            text = text.split("]", 1)[-1].strip().rstrip("'\")")
-        return f"cannot reach the API server at {self.host} ({method} {path}): {text}"
+        return unreachable_message(self.host, method, path, err)
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -408,17 +410,3 @@ class KubeClient:
         if self._session is not None:
             with contextlib.suppress(Exception):
                 await self._session.close()
-
-
-def ignore_reply(data: bytes) -> dict[str, Any]:
-    """``loads`` for a call whose reply nobody reads (an Event created, a Binding's Status, a
-    victim deleted, a status patched): a success's body is not decoded. Errors still are
-    (``_detail``)."""
-    return {}
-
-
-def _detail(data: bytes) -> str:
-    text = data.decode(errors="replace")
-    with contextlib.suppress(ValueError, AttributeError):
-        return str(loads_json(data).get("message", text))
-    return text

@@ -3,7 +3,9 @@
 What it builds, once: three clients with separate rate budgets (the main one for lists,
 watches, bindings, status patches and deletes; one for events; the leader-election lock has
 its own, made by ``operator.py``), the decoder, the core's ports (binder, event recorder,
-preemption executor), the event handlers and one informer per watched kind.
+preemption executor), the event handlers and one informer per watched kind. Events are
+written by the event process (``scheduler.kube.eventsink``, with the events' client and
+budget) when ``event_process`` is set, else by an ``EventWriter`` in this process.
 
 Start-up order: namespaces, PriorityClasses, nodes and PDBs are listed first (pods need the
 classes to resolve their priority), then pods; when every informer has handed on its first
@@ -28,8 +30,11 @@ from scheduler.eventhandlers import EventHandlers
 from scheduler.kube.binder import Binder
 from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.events import EventRecorder
+from scheduler.kube.eventsink import EventProcess
+from scheduler.kube.eventwriter import EventWriter
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.preemption import PreemptionExecutor
+from scheduler.logging import verbosity
 from scheduler.metrics import Metrics
 from scheduler.scheduler import Scheduler
 from scheduler.types import ParseError, UnknownPriorityClassError
@@ -68,9 +73,12 @@ class LiveScheduler:
         identity: str,
         metrics: Metrics | None = None,
         clock: Clock | None = None,
+        event_process: bool = False,
+        drain_seconds: float = 10.0,
     ) -> None:
         self.config = config
         self.client = client
+        self.drain_seconds = drain_seconds
         # Events have a budget of their own (kube-scheduler's event client).
         self.event_client = client.derive(qps=config.qps, burst=config.burst, pool_size=16)
         self.metrics = metrics or Metrics(config.scheduler_name)
@@ -78,13 +86,32 @@ class LiveScheduler:
         self.decoder = ObjectDecoder()
         namespace_labels: dict[str, dict[str, str]] = {}
 
+        # In this process: the writer itself; else the event process, with this writer as
+        # its fallback should the child exit.
+        self.event_writer = EventWriter(
+            self.event_client, identity=identity, controller=config.scheduler_name, spawn=self.spawn
+        )
+        self.event_process: EventProcess | None = None
+        if event_process and not client.proxied:
+            self.event_process = EventProcess(
+                {
+                    **client.connection_settings(),
+                    "qps": config.qps,
+                    "burst": config.burst,
+                    "pool_size": 16,
+                    "identity": identity,
+                    "controller": config.scheduler_name,
+                    "verbosity": verbosity(),
+                    "drain_seconds": drain_seconds,
+                },
+                token=client.authorization,
+                fallback=lambda: self.event_writer,
+            )
         self.recorder = EventRecorder(
             client,
-            self.event_client,
-            identity=identity,
+            self.event_process or self.event_writer,
             spawn=self.spawn,
             metrics=self.metrics,
-            controller=config.scheduler_name,
         )
         self.executor = PreemptionExecutor(
             client,
@@ -191,7 +218,12 @@ class LiveScheduler:
         """Informers, then (once synced) the scheduling loop; until cancelled."""
         first = {k: i for k, i in self.informers.items() if k != "pods"}
         tasks = [asyncio.create_task(i.run(), name=f"informer-{k}") for k, i in first.items()]
-        tasks.append(asyncio.create_task(self.recorder.maintain_series(), name="event-series"))
+        if self.event_process is not None:
+            await self.event_process.start()
+        else:
+            tasks.append(
+                asyncio.create_task(self.event_writer.maintain_series(), name="event-series")
+            )
         try:
             await asyncio.gather(*(i.synced.wait() for i in first.values()))
             pods = self.informers["pods"]
@@ -205,13 +237,17 @@ class LiveScheduler:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    async def stop(self, *, drain_seconds: float = 10.0) -> None:
-        """Stop taking pods, then wait (bounded) for bindings and API calls in flight."""
+    async def stop(self, *, drain_seconds: float | None = None) -> None:
+        """Stop taking pods, then wait (bounded) for bindings and API calls in flight, then
+        for the event process to write what it was handed."""
+        drain = self.drain_seconds if drain_seconds is None else drain_seconds
         await self.scheduler.stop()
         pending = [t for t in self._tasks if not t.done()]
         if pending:
             log.info("draining", calls=len(pending))
-            await asyncio.wait(pending, timeout=drain_seconds)
+            await asyncio.wait(pending, timeout=drain)
+        if self.event_process is not None:
+            await self.event_process.stop(drain_seconds=drain)
 
     def dump(self) -> dict[str, Any]:
         """The cache and the queue, compared with the informers (upstream's CacheDumper and

@@ -32,7 +32,7 @@ class Harness:
         self.s = self.live.scheduler
         self.core = self.s.core
         self.live.binder.retry_delay = 0.0
-        self.live.recorder.retry_delay = 0.0
+        self.live.event_writer.retry_delay = 0.0
         self.live.executor.retry_delay = 0.0
         if leader:
             self.s.set_leader(True)
@@ -322,7 +322,7 @@ def test_repeated_events_are_a_series_written_as_client_go_writes_one() -> None:
     another object: another event."""
     import dataclasses
 
-    from scheduler.kube.events import SERIES_FINISH_SECONDS
+    from scheduler.kube.eventwriter import SERIES_FINISH_SECONDS
 
     async def go() -> None:
         h = Harness()
@@ -346,12 +346,13 @@ def test_repeated_events_are_a_series_written_as_client_go_writes_one() -> None:
         await fail(newer, "no room")  # the pod changed: another object, another event
         assert len(h.api.of("POST", "/events")) == 2
         assert h.api.of("POST", "/events")[1][1]["regarding"]["resourceVersion"] == "11"
-        assert rec.refresh_series() == 1  # the series of version 10 only
+        assert h.live.event_writer.refresh_series() == 1  # the series of version 10 only
         await h.drain()
         assert [b["series"]["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [2, 5]
         await fail(pod, "no room")
         later = time.monotonic() + SERIES_FINISH_SECONDS + 1
-        assert rec.finish_series(later) == 2  # both end; only the series had a count unwritten
+        # both end; only the series had a count unwritten
+        assert h.live.event_writer.finish_series(later) == 2
         await h.drain()
         assert [b["series"]["count"] for _, b in h.api.of("PATCH", f"/events/{name}")] == [
             2,
@@ -373,7 +374,7 @@ def test_a_series_whose_event_is_gone_is_created_again_under_its_name() -> None:
     async def go() -> None:
         h = Harness()
         rec = h.live.recorder
-        rec.retry_delay = 0.0
+        h.live.event_writer.retry_delay = 0.0
         pod = make_pod("p").info()
         await rec.event(pod, "Warning", "FailedScheduling", "no room", action="Scheduling")
         ((_, first),) = h.api.of("POST", "/events")
@@ -388,7 +389,7 @@ def test_a_series_whose_event_is_gone_is_created_again_under_its_name() -> None:
         # Gone again, and re-made by another write before ours: 404, 409, then the patch.
         h.api.fail("PATCH", f"/events/{name}", 404)
         h.api.fail("POST", "/events", 409)
-        assert rec.refresh_series() == 1
+        assert h.live.event_writer.refresh_series() == 1
         await h.drain()
         patches = h.api.of("PATCH", f"/events/{name}")
         assert [b["series"]["count"] for _, b in patches] == [2, 2, 2]
@@ -452,7 +453,7 @@ def test_an_event_whose_reply_was_lost_is_retried_under_its_name_and_made_once()
 
     async def go() -> None:
         h = Harness()
-        h.live.recorder.retry_delay = 0.0
+        h.live.event_writer.retry_delay = 0.0
         # The first try reached the API server but its reply was lost (503 here); the retry
         # finds the event there already (409) and that is success.
         h.api.fail("POST", "/events", 503, 409)

@@ -1,0 +1,211 @@
+"""The event process (scheduler.kube.eventsink) as the scheduler runs it: a real child
+process (``python -m scheduler.kube.eventsink``) writing to a raw HTTP server on loopback
+(the one of test_http1). What it writes (events.k8s.io/v1 bodies, series, the relayed
+credential, the occurrence's time), what happens when the scheduler stops, dies or the
+child dies (the fallback writer), and a bad first line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+from structlog.testing import capture_logs
+
+from scheduler.kube import eventsink
+from scheduler.kube.eventsink import EventProcess
+from scheduler.kube.eventwriter import EventWriter, micro_time, truncate_note
+from tests.unit.kube.fakekube import FakeKube
+from tests.unit.kube.test_http1 import Server, ok, serve, sync
+
+POD = ("ns1", "web-0", "uid-1", "42")
+PREEMPTOR = ("ns1", "big", "uid-9", "7")
+
+
+def _requests(server: Server) -> list[tuple[str, str, dict[str, str], Any]]:
+    """(method, path, headers, JSON body) of every request the server read."""
+    out = []
+    for raw in server.requests:
+        head, _, body = raw.partition(b"\r\n\r\n")
+        lines = head.decode().split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+        out.append((method, path, headers, orjson.loads(body) if body else None))
+    return out
+
+
+def _process(
+    host: str, tokens: Iterator[str | None], fallback: EventWriter | None = None
+) -> EventProcess:
+    async def token() -> str | None:
+        return next(tokens)
+
+    def make_fallback() -> EventWriter:
+        assert fallback is not None, "the child was not supposed to exit"
+        return fallback
+
+    return EventProcess(
+        {
+            "host": host,
+            "qps": 1000.0,
+            "burst": 1000,
+            "identity": "sched-a",
+            "controller": "py-scheduler",
+            "verbosity": 0,
+            "drain_seconds": 5.0,
+        },
+        token=token,
+        fallback=make_fallback,
+    )
+
+
+async def _until(predicate: Any, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+@sync
+async def test_the_child_writes_events_and_series_with_the_scheduler_s_credential() -> None:
+    server, host = await serve(lambda _: ok())
+    proc = _process(host, iter(["Bearer t1"] * 10))
+    await proc.start()
+    before = time.time_ns()
+    for _ in range(2):  # isomorphic: one Event, then its series
+        proc.occurred(POD, "Warning", "FailedScheduling", "no room", "Scheduling", None)
+    await _until(lambda: len(server.requests) == 2)
+    await proc.record(PREEMPTOR, "Normal", "Preempted", "by x", "Preempting", POD)
+    await proc.stop(drain_seconds=5.0)
+    assert proc.exited.is_set() and proc.inline is None
+    reqs = _requests(server)
+    assert [(m, p.rsplit("/", 1)[-1]) for m, p, _, _ in reqs] == [
+        ("POST", "events"),
+        ("PATCH", reqs[0][3]["metadata"]["name"]),
+        ("POST", "events"),
+    ]
+    assert {h["authorization"] for _, _, h, _ in reqs} == {"Bearer t1"}
+    first = reqs[0][3]
+    assert reqs[0][1] == "/apis/events.k8s.io/v1/namespaces/ns1/events"
+    assert first["regarding"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "namespace": "ns1",
+        "name": "web-0",
+        "uid": "uid-1",
+        "resourceVersion": "42",
+    }
+    assert (first["reportingController"], first["reportingInstance"]) == ("py-scheduler", "sched-a")
+    # eventTime is when the scheduler saw it happen, not when the child wrote it.
+    assert micro_time(before)[:19] <= first["eventTime"] <= micro_time(time.time_ns())
+    assert reqs[1][3] == {
+        "series": {"count": 2, "lastObservedTime": reqs[1][3]["series"]["lastObservedTime"]}
+    }
+    preempted = reqs[2][3]
+    assert preempted["related"]["name"] == "web-0" and preempted["regarding"]["name"] == "big"
+
+
+def test_a_new_credential_is_relayed_to_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eventsink, "AUTH_RELAY_SECONDS", 0.05)
+
+    @sync
+    async def go() -> None:
+        server, host = await serve(lambda _: ok())
+        current = ["Bearer old"]  # what the scheduler's loaders hold now
+
+        def tokens() -> Iterator[str | None]:
+            while True:
+                yield current[0]
+
+        proc = _process(host, tokens())
+        await proc.start()
+        proc.occurred(POD, "Normal", "Scheduled", "a", "Binding", None)
+        await _until(lambda: len(server.requests) == 1)
+        current[0] = "Bearer new"  # rotated
+        # The relay hands it on; the child reads its lines in order, so the next event
+        # goes out with it.
+        await _until(lambda: proc._sent_token == "Bearer new")
+        proc.occurred(PREEMPTOR, "Normal", "Scheduled", "b", "Binding", None)
+        await _until(lambda: len(server.requests) == 2)
+        await proc.stop(drain_seconds=5.0)
+        assert [h["authorization"] for _, _, h, _ in _requests(server)] == [
+            "Bearer old",
+            "Bearer new",
+        ]
+
+    go()
+
+
+@sync
+async def test_when_the_child_dies_the_scheduler_writes_events_itself() -> None:
+    _, host = await serve(lambda _: ok())
+    api = FakeKube()
+    tasks: list[asyncio.Task[Any]] = []
+    fallback = EventWriter(
+        api,  # type: ignore[arg-type]
+        identity="sched-a",
+        controller="py-scheduler",
+        spawn=lambda c: tasks.append(asyncio.ensure_future(c)),
+    )
+    proc = _process(host, iter(["Bearer t"] * 10), fallback)
+    await proc.start()
+    assert proc.pid is not None
+    with capture_logs() as logs:
+        os.kill(proc.pid, signal.SIGKILL)
+        await asyncio.wait_for(proc.exited.wait(), 10)
+        await _until(lambda: proc.inline is not None)
+    (exited,) = [e for e in logs if e["event"] == "event_process_exited"]
+    assert exited["exit_code"] == -signal.SIGKILL and exited["log_level"] == "error"
+    proc.occurred(POD, "Warning", "FailedScheduling", "no room", "Scheduling", None)
+    await proc.record(POD, "Normal", "Scheduled", "ok", "Binding", None)
+    await asyncio.gather(*tasks)
+    assert sorted(api.events()) == [("FailedScheduling", "web-0"), ("Scheduled", "web-0")]
+    await proc.stop(drain_seconds=1.0)
+
+
+@sync
+async def test_a_scheduler_that_dies_closes_the_pipe_and_the_child_writes_what_it_has() -> None:
+    """The scheduler killed: its end of the pipe closes with it (closed here by hand), and
+    the child writes what it was handed, then exits 0 on its own."""
+    server, host = await serve(lambda _: ok())
+    proc = _process(host, iter(["Bearer t"] * 10))
+    await proc.start()
+    proc.occurred(POD, "Normal", "Scheduled", "ok", "Binding", None)
+    proc._flush()
+    assert proc._stdin is not None and proc._proc is not None
+    proc._stdin.close()
+    assert await asyncio.wait_for(proc._proc.wait(), 10) == 0
+    assert [m for m, *_ in _requests(server)] == ["POST"]
+    for t in proc._tasks:
+        t.cancel()
+
+
+@sync
+async def test_the_child_refuses_a_first_line_that_is_not_its_settings() -> None:
+    reader = asyncio.StreamReader()
+    reader.feed_data(
+        b'["e", ["ns", "p", "", ""], "Normal", "Scheduled", "x", "Binding", null, 1]\n'
+    )
+    reader.feed_eof()
+    assert await eventsink._serve(reader) == 2
+
+
+@pytest.mark.parametrize(
+    ("note", "kept"),
+    [
+        pytest.param("short", "short", id="short notes are kept"),
+        pytest.param("x" * 1024, "x" * 1024, id="exactly 1 KiB is kept"),
+        pytest.param("é" * 600, None, id="1200 bytes: cut at a character, '...' at the end"),
+    ],
+)
+def test_notes_are_cut_at_1_kib_of_utf8(note: str, kept: str | None) -> None:
+    out = truncate_note(note)
+    if kept is not None:
+        assert out == kept
+    else:
+        assert len(out.encode()) <= 1024 and out.endswith("...") and out.startswith("é")

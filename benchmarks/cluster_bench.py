@@ -26,10 +26,17 @@ namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
 2. preemption (upstream PreemptionAsync's shape, scaled): every node holds 4 low-priority pods
    (900m, grace 1s), high-priority pods (3 cpu) arrive at a fixed rate, each needing 3 victims;
    time until all are bound, victims per preemptor, preemptors that took more than needed.
-3. memory: each scheduler process's peak RSS (VmHWM) at the end of every run.
+3. memory and CPU, of each scheduler's process tree (the process started and the live
+   processes under it, e.g. py-scheduler's event writer): peak RSS at the end of every run
+   as the sum of their VmHWM (an upper bound: each peaked at its own time), and the CPU
+   seconds of the measured phase, in all and per pod, children already exited and reaped
+   included. Beside them, the main process's alone (main_vmhwm_kib, main_cpu_ms_per_pod):
+   one-threaded py-scheduler's ceiling is set by its main process's CPU per pod, while the
+   tree's total is what is compared with kube-scheduler (one process: both are equal).
    With --scheduler-cpus Q the scheduler under test runs under a CFS quota of Q cores (a
-   cgroup v1 cpu controller): saturated, its pods/s per core is what it binds per
-   core-second (for one-threaded py-scheduler, the most it can bind on any machine).
+   cgroup v1 cpu controller, which its children share): saturated, its pods/s per core is
+   what it binds per core-second (for one-threaded py-scheduler, the most it can bind on
+   any machine).
 
 4. deployments: pods made by kube-controller-manager for real Deployments (50 replicas each)
    with a headless Service and a PDB each, in three PriorityClasses; the scheduler watches
@@ -456,9 +463,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def proc_status_kib(pid: int, field: str) -> int | None:
+PROC = Path("/proc")
+
+
+def _stat_fields(pid: int, *, proc_root: Path = PROC) -> list[str] | None:
+    """/proc/<pid>/stat's fields after the command name (which may hold spaces and
+    brackets): [0] state, [1] ppid, [11] utime, [12] stime, [13] cutime, [14] cstime. None
+    when the process is gone (or the file is cut short)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        raw = (proc_root / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()
+    return fields if len(fields) > 14 else None
+
+
+def proc_status_kib(pid: int, field: str, *, proc_root: Path = PROC) -> int | None:
+    try:
+        for line in (proc_root / str(pid) / "status").read_text().splitlines():
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     except (OSError, ValueError, IndexError):
@@ -466,13 +488,86 @@ def proc_status_kib(pid: int, field: str) -> int | None:
     return None
 
 
-def proc_cpu_seconds(pid: int) -> float | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+def proc_cpu_seconds(pid: int, *, proc_root: Path = PROC) -> float | None:
+    """The process's own CPU seconds (utime + stime, all its threads), without its children."""
+    fields = _stat_fields(pid, proc_root=proc_root)
+    if fields is None:
         return None
-    fields = raw[raw.rfind(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _listed_children(pid: int, *, proc_root: Path = PROC) -> list[int] | None:
+    """The live children of ``pid`` from /proc/<pid>/task/*/children (each thread lists the
+    children it started). None when there is no such file: a kernel without
+    CONFIG_PROC_CHILDREN, or the process is gone."""
+    files = sorted((proc_root / str(pid) / "task").glob("*/children"))
+    if not files:
+        return None
+    kids: list[int] = []
+    for path in files:
+        with contextlib.suppress(OSError, ValueError):  # a thread that just exited
+            kids += [int(word) for word in path.read_text().split()]
+    return kids
+
+
+def _children_by_ppid(*, proc_root: Path = PROC) -> dict[int, list[int]]:
+    """Every process's children, from the ppid in each /proc/<pid>/stat: the fallback when
+    the kernel has no children files."""
+    out: dict[int, list[int]] = {}
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        fields = _stat_fields(int(entry.name), proc_root=proc_root)
+        if fields is not None:
+            with contextlib.suppress(ValueError):
+                out.setdefault(int(fields[1]), []).append(int(entry.name))
+    return out
+
+
+def tree_pids(pid: int, *, proc_root: Path = PROC) -> list[int]:
+    """``pid`` and its live descendants, parents before their children. /proc is scanned
+    for ppids at most once, and only when a process has no children file."""
+    order, seen = [pid], {pid}
+    by_ppid: dict[int, list[int]] | None = None
+    for parent in order:  # grows while it is walked: breadth first
+        kids = _listed_children(parent, proc_root=proc_root)
+        if kids is None:
+            if by_ppid is None:
+                by_ppid = _children_by_ppid(proc_root=proc_root)
+            kids = by_ppid.get(parent, [])
+        for kid in kids:
+            if kid not in seen:  # a pid reused while we walk must not loop
+                seen.add(kid)
+                order.append(kid)
+    return order
+
+
+def tree_cpu_seconds(pid: int, *, proc_root: Path = PROC) -> float | None:
+    """CPU seconds of the process tree under ``pid``: for it and every live descendant,
+    utime + stime (its own threads) + cutime + cstime (its children that exited and were
+    reaped, with whatever they had reaped in turn): each process the tree ran counts once,
+    live or reaped. A descendant whose stat vanished between listing and reading is
+    skipped: once reaped, its time is in its parent's cutime. None when ``pid`` itself is
+    gone. py-scheduler's event writer is such a child: the pid alone would leave its CPU
+    out of the scheduler's."""
+    members = tree_pids(pid, proc_root=proc_root)
+    stats = [_stat_fields(member, proc_root=proc_root) for member in members]
+    if stats[0] is None:
+        return None
+    ticks = sum(int(f) for fields in stats if fields is not None for f in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def tree_vmhwm_kib(pid: int, *, proc_root: Path = PROC) -> int | None:
+    """The sum of VmHWM (peak RSS) over ``pid`` and its live descendants: an upper bound of
+    the tree's peak, since each process peaked at its own time and the pages they share
+    count once per process. Descendants that already exited are not in it (their peaks
+    went with them). None when ``pid`` itself has none (gone)."""
+    own = proc_status_kib(pid, "VmHWM", proc_root=proc_root)
+    if own is None:
+        return None
+    rest = tree_pids(pid, proc_root=proc_root)[1:]
+    return own + sum(proc_status_kib(kid, "VmHWM", proc_root=proc_root) or 0 for kid in rest)
 
 
 def _http_status(url: str, context: ssl.SSLContext | None = None) -> int:
@@ -540,6 +635,15 @@ class CpuLimit:
             self.path.rmdir()
 
 
+@dataclass(frozen=True)
+class CpuMark:
+    """A scheduler's CPU seconds when a measured phase began: its process tree's and its
+    main process's alone."""
+
+    tree: float
+    main: float
+
+
 class SchedulerProc:
     """One scheduler process with its config, log, health URL and /proc numbers."""
 
@@ -603,17 +707,33 @@ class SchedulerProc:
     def returncode(self) -> int | None:
         return None if self.proc is None else self.proc.returncode
 
+    # The pid is the scheduler's own even under --scheduler-cpus (the wrapper shell execs
+    # into it); what it starts (py-scheduler's event writer) is measured with it.
+
     def vmhwm_kib(self) -> int | None:
+        """The sum of VmHWM over the live process tree: an upper bound of its peak RSS
+        (``tree_vmhwm_kib``)."""
+        return None if self.proc is None else tree_vmhwm_kib(self.proc.pid)
+
+    def main_vmhwm_kib(self) -> int | None:
+        """The main process's own peak RSS."""
         return None if self.proc is None else proc_status_kib(self.proc.pid, "VmHWM")
 
     def cpu_seconds(self) -> float | None:
+        """CPU seconds of the whole process tree, reaped children included: what is
+        compared with kube-scheduler (one process, so the same as its main's)."""
+        return None if self.proc is None else tree_cpu_seconds(self.proc.pid)
+
+    def main_cpu_seconds(self) -> float | None:
+        """CPU seconds of the main process alone: one-threaded py-scheduler's ceiling is set
+        by what its main process spends per pod, not by what its children do beside it."""
         return None if self.proc is None else proc_cpu_seconds(self.proc.pid)
 
-    def usage_start(self) -> float:
-        """The measured phase starts: the CPU seconds so far, and the CPU limit's counters
-        kept for ``limit_usage``."""
+    def usage_start(self) -> CpuMark:
+        """The measured phase starts: the CPU seconds so far (the tree's and the main
+        process's, read together), and the CPU limit's counters kept for ``limit_usage``."""
         self._limit0 = {} if self.cpu_limit is None else self.cpu_limit.stat()
-        return self.cpu_seconds() or 0.0
+        return CpuMark(tree=self.cpu_seconds() or 0.0, main=self.main_cpu_seconds() or 0.0)
 
     def limit_usage(self) -> dict[str, Any]:
         """Under ``--scheduler-cpus``: the limit (cores) and the share of CFS periods since
@@ -1502,11 +1622,7 @@ class Bench:
             done = time.time()
             # Victims still being deleted for the last preemptors: let them settle.
             watch.wait_quiet("deleting", 3.0, 30.0)
-            record["loadavg_after"] = loadavg()
-            record["vmhwm_kib"] = proc.vmhwm_kib()
-            cpu1 = proc.cpu_seconds()
-            record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
-            record.update(proc.limit_usage())
+            _record_usage(record, proc, cpu0, pods=None)  # CPU in all, none per preemptor
         finally:
             if proc is not None:
                 proc.stop()
@@ -1728,15 +1844,22 @@ def _rounded(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 
 
-def _record_usage(record: dict[str, Any], proc: SchedulerProc, cpu0: float, pods: int) -> None:
+def _record_usage(
+    record: dict[str, Any], proc: SchedulerProc, cpu0: CpuMark, pods: int | None
+) -> None:
     """At the end of a measured phase: load, the scheduler's peak RSS and its CPU since
-    ``cpu0`` (total and per pod)."""
+    ``cpu0`` (in all and, given ``pods``, per pod), each for the process tree and, under
+    ``main_``, for the main process alone. Both are read at once, as at the start."""
     record["loadavg_after"] = loadavg()
     record["vmhwm_kib"] = proc.vmhwm_kib()
-    cpu1 = proc.cpu_seconds()
-    record["cpu_seconds"] = None if cpu1 is None else round(cpu1 - cpu0, 1)
-    if cpu1 is not None:
-        record["cpu_ms_per_pod"] = round(1000 * (cpu1 - cpu0) / pods, 2)
+    record["main_vmhwm_kib"] = proc.main_vmhwm_kib()
+    for prefix, cpu1, start in (
+        ("", proc.cpu_seconds(), cpu0.tree),
+        ("main_", proc.main_cpu_seconds(), cpu0.main),
+    ):
+        record[f"{prefix}cpu_seconds"] = None if cpu1 is None else round(cpu1 - start, 1)
+        if cpu1 is not None and pods:
+            record[f"{prefix}cpu_ms_per_pod"] = round(1000 * (cpu1 - start) / pods, 2)
     record.update(proc.limit_usage())
 
 
@@ -1984,7 +2107,7 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
             ax.bar_label(bars, fmt="%.0f", fontsize=7)
         ax.set_xticks(range(len(keys)))
         ax.set_xticklabels([f"{s}\n{z}\n{m}" for s, z, m in keys], fontsize=7)
-        ax.set_ylabel("peak RSS, VmHWM (MiB)")
+        ax.set_ylabel("peak RSS, VmHWM summed over the process tree (MiB)", fontsize=8)
         ax.set_title("Scheduler memory")
         ax.legend(fontsize=8)
         save(fig, "memory.png")

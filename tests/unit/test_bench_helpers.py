@@ -542,3 +542,63 @@ def test_the_report_shows_cpu_limited_runs_per_core() -> None:
     # Limited runs are not judged against the targets (meant for the machine's CPU).
     assert H.compute_ratios([{**runs[1], "cpu_limit": 0.1}, runs[0]]) == []
     assert H.compute_ratios(runs)  # the unlimited run still is (its pair missing)
+
+
+def test_with_main_shows_the_main_process_where_it_differs() -> None:
+    assert H.with_main(1.8, 1.55) == "1.80 (main 1.55)"
+    assert H.with_main(1.8, 1.8) == "1.80"
+    assert H.with_main(1.8, 1.801) == "1.80"  # the same as shown
+    assert H.with_main(1.8, None) == 1.8  # an older record: as before
+    assert H.with_main(None, 1.5) is None
+    assert H.with_main(160.0, 125.5, digits=0) == "160 (main 126)"
+
+
+def _tree_runs(**main: float) -> list[dict[str, Any]]:
+    py = _run(
+        "throughput",
+        "equal",
+        H.PY,
+        pods=5000,
+        bound=5000,
+        pods_per_second=90.0,
+        steady_pods_per_second=95.0,
+        vmhwm_kib=160 * 1024,
+        cpu_ms_per_pod=1.8,
+        cpu_limit=0.5,
+        throttled_share=0.9,
+        **main,
+    )
+    # kube-scheduler is one process: its main figures, when kept, are its totals.
+    kube = {**py, "scheduler": H.KUBE, "cpu_ms_per_pod": 3.0, "vmhwm_kib": 90 * 1024}
+    kube.update({f"main_{key}": kube[key] for key in ("cpu_ms_per_pod", "vmhwm_kib") if main})
+    return [py, kube]
+
+
+def _rows(md: str, title: str, first: str) -> list[str]:
+    """The rows of the section ``title`` whose first column is ``first``."""
+    section = md.split(title, 1)[1].split("\n## ", 1)[0]
+    return [ln for ln in section.splitlines() if ln.startswith(f"| {first} |")]
+
+
+def test_the_report_shows_main_process_cpu_and_memory_beside_the_tree() -> None:
+    md = H.render_markdown(
+        {"meta": {}, "runs": _tree_runs(main_cpu_ms_per_pod=1.55, main_vmhwm_kib=125 * 1024)}
+    )
+    py, kube = _rows(md, "## Throughput", "large")
+    assert "| 160.00 (main 125.00) |" in py and "| 1.80 (main 1.55) |" in py
+    assert "(main" not in kube  # kube-scheduler is one process: the total alone
+    (limited, _kube) = _rows(md, "## Under a CPU limit", "throughput")
+    assert "| 1.80 (main 1.55) |" in limited and "| 190.00 |" in limited
+    assert "main process's alone in brackets" in md
+
+
+def test_records_without_the_main_figures_render_as_before() -> None:
+    md = H.render_markdown({"meta": {}, "runs": _tree_runs()})
+    assert "(main" not in md
+    py, _kube = _rows(md, "## Throughput", "large")
+    assert "| 160.00 |" in py and "| 1.80 |" in py
+    assert "| 1.80 |" in _rows(md, "## Under a CPU limit", "throughput")[0]
+    # The same figure for both: no brackets either.
+    same = H.render_markdown({"meta": {}, "runs": _tree_runs(main_cpu_ms_per_pod=1.8)})
+    assert "(main" not in same
+    assert "(main" not in H.render_markdown({"meta": {}, "runs": RUNS})

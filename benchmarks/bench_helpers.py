@@ -865,7 +865,9 @@ def _render_cpu_limited(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         "throughout). py-scheduler is one thread, so its rate per core is the most it can "
         "bind on any machine; kube-scheduler spreads over cores, up to its own serial "
         "scheduling cycle's limit. CPU ms/pod: the scheduler's process tree's (the quota "
-        "covers its children too), with its main process's in brackets where it differs: "
+        'covers its children too, unless the limit says "main process": '
+        "`--limit-main-only` moved them out of it, as on a many-core machine they have "
+        "cores of their own), with its main process's in brackets where it differs: "
         "that is what py-scheduler's one thread spends per pod.",
         "",
     ]
@@ -890,7 +892,8 @@ def _render_cpu_limited(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                 r.get("size"),
                 r.get("qps_mode"),
                 str(r.get("scheduler")) + (" (profiled)" if r.get("profiled") else ""),
-                r.get("cpu_limit"),
+                str(r.get("cpu_limit"))
+                + (" (main process)" if r.get("cpu_limit_scope") == "main" else ""),
                 r.get("pods"),
                 r.get("bound"),
                 r.get("pods_per_second"),

@@ -59,7 +59,7 @@ Usage:
         [--scenarios throughput,deployments,preemption] [--modes defaults,equal]
         [--schedulers kube,py] [--repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
-        [--scheduler-cpus CORES]
+        [--scheduler-cpus CORES [--limit-main-only]]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
 """
 
@@ -598,8 +598,14 @@ class CpuLimit:
     by Q is what it binds per core-second; for py-scheduler, which is one thread, that is
     the most it can bind on any machine. One cgroup per invocation, removed at the end."""
 
-    def __init__(self, cores: float, root: Path = CGROUP_V1_CPU) -> None:
+    def __init__(
+        self, cores: float, root: Path = CGROUP_V1_CPU, *, main_only: bool = False
+    ) -> None:
         self.cores = cores
+        self.root = root
+        # Only the main process under the quota: its children are moved back to the root
+        # (``release_children``) once they exist.
+        self.main_only = main_only
         self.quota_us, self.period_us = H.cfs_bandwidth(cores)
         if not (root / "cpu.cfs_quota_us").is_file():
             raise RuntimeError(
@@ -619,6 +625,21 @@ class CpuLimit:
         """``argv`` started inside the cgroup: the shell joins it, then execs (same pid)."""
         procs = str(self.path / "cgroup.procs")
         return ["sh", "-c", 'echo $$ > "$0" && exec "$@"', procs, *argv]
+
+    def release_children(self, pid: int, *, proc_root: Path = PROC) -> list[int]:
+        """With ``main_only``: move every live descendant of ``pid`` out of the quota (to
+        the root cgroup); the pids moved. Writing a pid to ``cgroup.procs`` moves its whole
+        thread group; one that exited meanwhile is skipped."""
+        if not self.main_only:
+            return []
+        moved = []
+        for kid in tree_pids(pid, proc_root=proc_root)[1:]:
+            try:
+                (self.root / "cgroup.procs").write_text(f"{kid}\n")
+            except OSError:
+                continue
+            moved.append(kid)
+        return moved
 
     def stat(self) -> dict[str, int]:
         """cpu.stat: nr_periods, nr_throttled, throttled_time (ns)."""
@@ -732,6 +753,8 @@ class SchedulerProc:
     def usage_start(self) -> CpuMark:
         """The measured phase starts: the CPU seconds so far (the tree's and the main
         process's, read together), and the CPU limit's counters kept for ``limit_usage``."""
+        if self.cpu_limit is not None:
+            self.cpu_limit.release_children(self.pid)
         self._limit0 = {} if self.cpu_limit is None else self.cpu_limit.stat()
         return CpuMark(tree=self.cpu_seconds() or 0.0, main=self.main_cpu_seconds() or 0.0)
 
@@ -745,6 +768,7 @@ class SchedulerProc:
         throttled = now.get("nr_throttled", 0) - then.get("nr_throttled", 0)
         return {
             "cpu_limit": self.cpu_limit.cores,
+            "cpu_limit_scope": "main" if self.cpu_limit.main_only else "tree",
             "throttled_share": round(throttled / periods, 3) if periods > 0 else None,
         }
 
@@ -1725,9 +1749,10 @@ class Bench:
         if args.core_json and Path(args.core_json).is_file():
             self.results["core"] = json.loads(Path(args.core_json).read_text())
         if args.scheduler_cpus:
-            self.cpu_limit = CpuLimit(args.scheduler_cpus)
+            self.cpu_limit = CpuLimit(args.scheduler_cpus, main_only=args.limit_main_only)
             meta["scheduler_cpu_limit"] = {
                 "cores": args.scheduler_cpus,
+                "main_only": args.limit_main_only,
                 "cfs_quota_us": self.cpu_limit.quota_us,
                 "cfs_period_us": self.cpu_limit.period_us,
             }
@@ -2215,6 +2240,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="run the scheduler under test with this many cores' worth of CPU time (a cgroup "
         "v1 CFS quota), so that it is the bottleneck: pods/s per core (0: no limit)",
     )
+    ap.add_argument(
+        "--limit-main-only",
+        action="store_true",
+        help="with --scheduler-cpus: the quota holds the scheduler's main process only; its "
+        "children (py-scheduler's event process) are moved out of it once the scheduler is "
+        "ready, as on a many-core machine they have cores of their own",
+    )
     ap.add_argument("--state-dir", help="reuse this control plane state dir (kept running)")
     ap.add_argument("--keep-cluster", action="store_true", help="do not stop the control plane")
     ap.add_argument(
@@ -2232,7 +2264,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="with --out: one report from the results.json of several runs (repeat), e.g. "
         "the xl size measured in a run of its own",
     )
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.limit_main_only and not args.scheduler_cpus:
+        ap.error("--limit-main-only needs --scheduler-cpus")
+    return args
 
 
 def size_names(text: str | Sequence[str]) -> tuple[str, ...]:

@@ -101,27 +101,36 @@ class EventProcess:
         self._flush_due = False
         self._stopping = False
         self._sent_token: str | None = None
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._watcher: asyncio.Task[None] | None = None  # ends when the child exits
+        self._tasks: list[asyncio.Task[Any]] = []  # the token relay, a fallback's series
         self.inline: EventWriter | None = None  # set once the child is gone
         self.exited = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        """Start the child; a child that cannot be started leaves the events to this
+        process (logged as ``event_process_failed``)."""
         token = await self._token()
         self._sent_token = token
-        self._proc = await asyncio.create_subprocess_exec(
-            self._python,
-            "-m",
-            "scheduler.kube.eventsink",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.DEVNULL,
-        )
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                self._python,
+                "-m",
+                "scheduler.kube.eventsink",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.DEVNULL,
+            )
+        except OSError as e:
+            log.error("event_process_failed", python=self._python, error=str(e))
+            self.exited.set()
+            self._go_inline()
+            return
         self._stdin = self._proc.stdin
-        self._line(["init", {**self.settings, "token": token}])
-        self._tasks = [
-            asyncio.create_task(self._watch(), name="event-process"),
-            asyncio.create_task(self._relay_auth(), name="event-process-auth"),
-        ]
+        # The settings first, ahead of whatever was handed on while the child started.
+        self._buf.insert(0, orjson.dumps(["init", {**self.settings, "token": token}]))
+        self._schedule_flush()
+        self._watcher = asyncio.create_task(self._watch(), name="event-process")
+        self._tasks.append(asyncio.create_task(self._relay_auth(), name="event-process-auth"))
         log.info("event_process_started", pid=self._proc.pid)
 
     @property
@@ -133,7 +142,7 @@ class EventProcess:
         write what it holds and exit; then it is killed."""
         self._stopping = True
         self._flush()
-        for t in self._tasks[1:]:
+        for t in self._tasks:
             t.cancel()
         if self._stdin is not None:
             self._stdin.close()
@@ -145,7 +154,8 @@ class EventProcess:
                 with contextlib.suppress(ProcessLookupError):
                     self._proc.kill()
                 await self._proc.wait()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        waited = self._tasks if self._watcher is None else [self._watcher, *self._tasks]
+        await asyncio.gather(*waited, return_exceptions=True)
 
     async def _watch(self) -> None:
         assert self._proc is not None
@@ -157,14 +167,21 @@ class EventProcess:
             "event_process_exited",
             pid=self._proc.pid,
             exit_code=code,
-            lost=len(self._buf),
             writing_events="in the scheduler's process from now on",
         )
-        self._buf.clear()
+        self._go_inline()
+
+    def _go_inline(self) -> None:
+        """From now on this process writes the events (what was buffered is handed over)."""
         self.inline = self._fallback()
         self._tasks.append(
             asyncio.create_task(self.inline.maintain_series(), name="event-series-inline")
         )
+        pending, self._buf = self._buf, []
+        for raw in pending:
+            msg = orjson.loads(raw)
+            if msg[0] == "e":
+                _occurred(self.inline, msg)
 
     async def _relay_auth(self) -> None:
         """Hand the child every new bearer token (the loaders refresh it on our side)."""
@@ -217,20 +234,37 @@ class EventProcess:
 
     def _line(self, message: list[Any]) -> None:
         self._buf.append(orjson.dumps(message))
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
         if not self._flush_due:
             self._flush_due = True
             asyncio.get_running_loop().call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_due = False
-        if not self._buf:
-            return
+        stdin = self._stdin
+        if not self._buf or stdin is None:
+            return  # nothing, or not started yet: kept for start()
         data = b"\n".join(self._buf) + b"\n"
         self._buf.clear()
-        stdin = self._stdin
-        if stdin is None or stdin.is_closing() or self.exited.is_set():
+        if stdin.is_closing() or self.exited.is_set():
             return
         stdin.write(data)
+
+
+def _occurred(writer: EventWriter, msg: list[Any]) -> None:
+    """An ``["e", ...]`` line handed to ``writer``."""
+    _, regarding, event_type, reason, note, action, related, at_ns = msg
+    writer.occurred(
+        tuple(regarding),
+        event_type,
+        reason,
+        note,
+        action,
+        None if related is None else tuple(related),
+        at_ns,
+    )
 
 
 # ---------------------------------------------------------------------- the child
@@ -333,16 +367,7 @@ async def _serve(stdin: asyncio.StreamReader) -> int:
         while line := await stdin.readline():
             msg = orjson.loads(line)
             if msg[0] == "e":
-                _, regarding, event_type, reason, note, action, related, at_ns = msg
-                writer.occurred(
-                    tuple(regarding),
-                    event_type,
-                    reason,
-                    note,
-                    action,
-                    None if related is None else tuple(related),
-                    at_ns,
-                )
+                _occurred(writer, msg)
             elif msg[0] == "auth":
                 client.token = msg[1]
             else:

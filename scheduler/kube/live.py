@@ -216,14 +216,15 @@ class LiveScheduler:
     # ------------------------------------------------------------------ lifecycle
     async def run(self) -> None:
         """Informers, then (once synced) the scheduling loop; until cancelled."""
-        first = {k: i for k, i in self.informers.items() if k != "pods"}
-        tasks = [asyncio.create_task(i.run(), name=f"informer-{k}") for k, i in first.items()]
+        tasks: list[asyncio.Task[Any]] = []
         if self.event_process is not None:
-            await self.event_process.start()
+            await self.event_process.start()  # before anything can happen
         else:
             tasks.append(
                 asyncio.create_task(self.event_writer.maintain_series(), name="event-series")
             )
+        first = {k: i for k, i in self.informers.items() if k != "pods"}
+        tasks += [asyncio.create_task(i.run(), name=f"informer-{k}") for k, i in first.items()]
         try:
             await asyncio.gather(*(i.synced.wait() for i in first.values()))
             pods = self.informers["pods"]

@@ -49,3 +49,23 @@ def test_the_flag_takes_a_positive_number_or_zero() -> None:
 def test_a_scheduler_without_a_limit_reports_none(tmp_path: Path) -> None:
     proc = B.PySchedulerProc(tmp_path, tmp_path / "kubeconfig", None, None, None)
     assert proc.limit_usage() == {}
+
+
+def test_main_only_moves_the_children_out_of_the_quota(tmp_path: Path) -> None:
+    """--limit-main-only: the scheduler's descendants are written to the root cgroup (here a
+    stand-in /proc: pid 10 with child 11 and grandchild 12); without it nothing moves."""
+    proc_root = tmp_path / "proc"
+    for pid, ppid in ((10, 1), (11, 10), (12, 11)):
+        (proc_root / str(pid)).mkdir(parents=True)
+        fields = ["S", str(ppid)] + ["0"] * 20
+        (proc_root / str(pid) / "stat").write_text(f"{pid} (python) {' '.join(fields)}\n")
+    root = _fake_controller(tmp_path / "cpu")
+    limit = B.CpuLimit(0.1, root=root, main_only=True)
+    assert limit.release_children(10, proc_root=proc_root) == [11, 12]
+    # The stand-in cgroup.procs is a plain file: it holds the last pid written.
+    assert (root / "cgroup.procs").read_text() == "12\n"
+    tree = B.CpuLimit(0.1, root=root)
+    assert tree.release_children(10, proc_root=proc_root) == []
+    with pytest.raises(SystemExit):
+        B.parse_args(["--limit-main-only"])
+    assert B.parse_args(["--scheduler-cpus", "0.1", "--limit-main-only"]).limit_main_only

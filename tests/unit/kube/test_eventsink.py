@@ -177,12 +177,61 @@ async def test_a_scheduler_that_dies_closes_the_pipe_and_the_child_writes_what_i
     await proc.start()
     proc.occurred(POD, "Normal", "Scheduled", "ok", "Binding", None)
     proc._flush()
-    assert proc._stdin is not None and proc._proc is not None
-    proc._stdin.close()
-    assert await asyncio.wait_for(proc._proc.wait(), 10) == 0
-    assert [m for m, *_ in _requests(server)] == ["POST"]
+    assert proc._stdin is not None and proc._proc is not None and proc._watcher is not None
+    proc._stopping = True  # the scheduler is gone: nobody falls back
     for t in proc._tasks:
         t.cancel()
+    proc._stdin.close()
+    assert await asyncio.wait_for(proc._proc.wait(), 10) == 0
+    await asyncio.gather(proc._watcher, *proc._tasks, return_exceptions=True)
+    assert [m for m, *_ in _requests(server)] == ["POST"]
+
+
+@sync
+async def test_occurrences_before_the_start_are_written_after_the_settings() -> None:
+    """Something can happen while the child starts (a malformed pod in the first
+    listing): the settings still go first, then what was handed on."""
+    server, host = await serve(lambda _: ok())
+    proc = _process(host, iter(["Bearer t"] * 10))
+    proc.occurred(POD, "Warning", "FailedScheduling", "bad pod", "Scheduling", None)
+    await asyncio.sleep(0)  # a flush comes and goes: nothing to write to yet
+    await proc.start()
+    await _until(lambda: len(server.requests) == 1)
+    await proc.stop(drain_seconds=5.0)
+    assert proc.inline is None
+    ((method, _, _, body),) = _requests(server)
+    assert (method, body["note"]) == ("POST", "bad pod")
+
+
+@sync
+async def test_a_child_that_cannot_start_leaves_the_events_to_the_scheduler() -> None:
+    api = FakeKube()
+    tasks: list[asyncio.Task[Any]] = []
+    fallback = EventWriter(
+        api,  # type: ignore[arg-type]
+        identity="sched-a",
+        controller="py-scheduler",
+        spawn=lambda c: tasks.append(asyncio.ensure_future(c)),
+    )
+
+    async def no_token() -> str | None:
+        return None
+
+    proc = EventProcess(
+        {"host": "http://127.0.0.1:1"},
+        token=no_token,
+        fallback=lambda: fallback,
+        python="/nonexistent/python3",
+    )
+    proc.occurred(POD, "Normal", "Scheduled", "early", "Binding", None)
+    with capture_logs() as logs:
+        await proc.start()
+    assert [e["event"] for e in logs] == ["event_process_failed"]
+    assert proc.inline is fallback
+    proc.occurred(PREEMPTOR, "Normal", "Scheduled", "late", "Binding", None)
+    await asyncio.gather(*tasks)
+    assert sorted(api.events()) == [("Scheduled", "big"), ("Scheduled", "web-0")]
+    await proc.stop(drain_seconds=1.0)
 
 
 @sync

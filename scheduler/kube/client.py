@@ -25,7 +25,6 @@ its own pool and its own bucket.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 import ssl
@@ -252,13 +251,7 @@ class KubeClient:
 
     # ------------------------------------------------------------------ requests
     async def _take_token(self) -> None:
-        wait = self.bucket.delay()
-        if wait > 0:
-            try:
-                await asyncio.sleep(wait)
-            except asyncio.CancelledError:
-                self.bucket.give_back()
-                raise
+        await self.bucket.take()
 
     async def _send(
         self,

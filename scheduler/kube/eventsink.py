@@ -312,13 +312,7 @@ class _Client:
         content_type: str = "application/json",
         loads: Callable[[bytes], Any] = ignore_reply,
     ) -> dict[str, Any]:
-        wait = self.bucket.delay()
-        if wait > 0:
-            try:
-                await asyncio.sleep(wait)
-            except asyncio.CancelledError:
-                self.bucket.give_back()
-                raise
+        await self.bucket.take()
         headers = {"Content-Type": content_type}
         if self.token:
             headers["Authorization"] = self.token

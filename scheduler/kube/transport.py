@@ -9,6 +9,7 @@ of generated modules). Imports: the standard library, orjson and our errors only
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ssl
 import time
@@ -51,6 +52,17 @@ class TokenBucket:
     def give_back(self) -> None:
         """Return the token of a call that was cancelled before it was sent."""
         self.tokens = min(self.capacity, self.tokens + 1.0)
+
+    async def take(self) -> None:
+        """Take a token, waiting for it if need be (a call cancelled meanwhile gives it
+        back)."""
+        wait = self.delay()
+        if wait > 0:
+            try:
+                await asyncio.sleep(wait)
+            except asyncio.CancelledError:
+                self.give_back()
+                raise
 
 
 def tls_context(

@@ -7,14 +7,14 @@ its TLS and the reply) measured at about 7 % of the scheduler's CPU per bound po
 it a decision. ``py-scheduler run`` therefore starts one child process,
 ``python -m scheduler.kube.eventsink``, which owns the event client (its own connection
 pool and rate budget, as before) and an ``EventWriter``; the scheduler hands it each
-occurrence as one JSON line on the child's stdin, written once per turn of the loop for
-everything that happened in it.
+occurrence as one JSON line on the child's stdin, written in batches
+(every ``FLUSH_SECONDS``: one write and one wake-up of the child per batch).
 
 Data flow::
 
     EventRecorder.scheduled / failed / eventf / rejected       (the scheduling loop)
             | EventProcess.occurred: one JSON line, buffered
-            v  flushed by call_soon: one write per loop turn
+            v  flushed every 10 ms: one write per batch
     child stdin ----> readline -> EventWriter.occurred -> POST / PATCH events.k8s.io/v1
 
 Lines: ``["init", {settings}]`` first (the API server, TLS files, rate budget, identity,
@@ -70,6 +70,10 @@ __all__ = ["AUTH_RELAY_SECONDS", "EventProcess", "main"]
 log = structlog.get_logger("py-scheduler")
 
 AUTH_RELAY_SECONDS = 5.0
+# Occurrences are handed on in batches, this often: one pipe write for the scheduler and
+# one wake-up for the child per batch instead of per event (an event appears this much
+# later; kube-scheduler's broadcaster queues them too).
+FLUSH_SECONDS = 0.01
 LINE_LIMIT = 1 << 22  # bytes; a line is one occurrence (its note at most 1 KiB)
 
 
@@ -239,7 +243,7 @@ class EventProcess:
     def _schedule_flush(self) -> None:
         if not self._flush_due:
             self._flush_due = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            asyncio.get_running_loop().call_later(FLUSH_SECONDS, self._flush)
 
     def _flush(self) -> None:
         self._flush_due = False

@@ -194,7 +194,7 @@ async def test_occurrences_before_the_start_are_written_after_the_settings() -> 
     server, host = await serve(lambda _: ok())
     proc = _process(host, iter(["Bearer t"] * 10))
     proc.occurred(POD, "Warning", "FailedScheduling", "bad pod", "Scheduling", None)
-    await asyncio.sleep(0)  # a flush comes and goes: nothing to write to yet
+    proc._flush()  # a flush before the start: nothing to write to yet, the line is kept
     await proc.start()
     await _until(lambda: len(server.requests) == 1)
     await proc.stop(drain_seconds=5.0)

@@ -141,6 +141,34 @@ def test_a_new_credential_is_relayed_to_the_child(monkeypatch: pytest.MonkeyPatc
     go()
 
 
+def test_a_refresh_that_fails_is_logged_and_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(eventsink, "AUTH_RELAY_SECONDS", 0.01)
+
+    @sync
+    async def go() -> None:
+        server, host = await serve(lambda _: ok())
+        answers: list[str | Exception] = ["Bearer old", RuntimeError("exec plugin failed")]
+
+        async def token() -> str | None:
+            answer = answers.pop(0) if answers else "Bearer new"
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+        proc = _process(host, iter([]))
+        proc._token = token
+        with capture_logs() as logs:
+            await proc.start()
+            await _until(lambda: proc._sent_token == "Bearer new")
+        assert any(e["event"] == "event_process_auth_failed" for e in logs)
+        proc.occurred(POD, "Normal", "Scheduled", "a", "Binding", None)
+        await _until(lambda: len(server.requests) == 1)
+        await proc.stop(drain_seconds=5.0)
+        assert [h["authorization"] for _, _, h, _ in _requests(server)] == ["Bearer new"]
+
+    go()
+
+
 @sync
 async def test_when_the_child_dies_the_scheduler_writes_events_itself() -> None:
     _, host = await serve(lambda _: ok())

@@ -27,7 +27,7 @@ from scheduler.framework.waiting_pods import check_event
 from scheduler.kube.binder import pod_path
 from scheduler.kube.client import KubeClient, ignore_reply
 from scheduler.kube.errors import ApiError
-from scheduler.kube.eventwriter import STRATEGIC, EventSink, Ref, now_rfc3339
+from scheduler.kube.eventwriter import STRATEGIC, EventSink, Occurrence, Ref, now_rfc3339
 from scheduler.logging import v
 from scheduler.metrics import Metrics
 from scheduler.types import PodInfo
@@ -77,12 +77,14 @@ class EventRecorder:
         self.metrics.pod_scheduling_attempts.observe(attempts)
         self._status_memo.pop(pod.key, None)
         self.sink.occurred(
-            _pod_ref(pod),
-            "Normal",
-            "Scheduled",
-            f"Successfully assigned {pod.key} to {node_name}",
-            "Binding",
-            None,
+            Occurrence(
+                _pod_ref(pod),
+                "Normal",
+                "Scheduled",
+                f"Successfully assigned {pod.key} to {node_name}",
+                "Binding",
+                at_ns=time.time_ns(),
+            )
         )
 
     def failed(
@@ -114,7 +116,14 @@ class EventRecorder:
             if self._cycle_writes is not None:
                 self._cycle_writes.append(write)  # the loop awaits it (end_cycle)
         self.sink.occurred(
-            _pod_ref(pod), "Warning", "FailedScheduling", message, "Scheduling", None
+            Occurrence(
+                _pod_ref(pod),
+                "Warning",
+                "FailedScheduling",
+                message,
+                "Scheduling",
+                at_ns=time.time_ns(),
+            )
         )
 
     # ------------------------------------------------------------------ the cycle's writes
@@ -149,7 +158,9 @@ class EventRecorder:
         like the scheduler's own."""
         check_event(event_type, reason, action)
         rel = None if related is None else _pod_ref(related)
-        self.sink.occurred(_pod_ref(regarding), event_type, reason, note, action, rel)
+        self.sink.occurred(
+            Occurrence(_pod_ref(regarding), event_type, reason, note, action, rel, time.time_ns())
+        )
 
     def rejected(self, raw: Mapping[str, Any], message: str) -> None:
         """A FailedScheduling event about the pod whose raw form is ``raw`` (which could
@@ -161,7 +172,16 @@ class EventRecorder:
             str(meta.get("uid") or ""),
             str(meta.get("resourceVersion") or ""),
         )
-        self.sink.occurred(regarding, "Warning", "FailedScheduling", message, "Scheduling", None)
+        self.sink.occurred(
+            Occurrence(
+                regarding,
+                "Warning",
+                "FailedScheduling",
+                message,
+                "Scheduling",
+                at_ns=time.time_ns(),
+            )
+        )
 
     def forget(self, key: str) -> None:
         """The pod is gone: drop what we remembered of it."""
@@ -206,4 +226,6 @@ class EventRecorder:
         """One occurrence about ``pod``; returns once it is written (an in-process writer)
         or handed to the event process."""
         rel = None if related is None else _pod_ref(related)
-        await self.sink.record(_pod_ref(pod), event_type, reason, message, action, rel)
+        await self.sink.record(
+            Occurrence(_pod_ref(pod), event_type, reason, message, action, rel, time.time_ns())
+        )

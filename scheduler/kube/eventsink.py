@@ -46,7 +46,6 @@ import contextlib
 import os
 import signal
 import sys
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -54,7 +53,7 @@ import orjson
 import structlog
 
 from scheduler.kube.errors import Unreachable
-from scheduler.kube.eventwriter import EventWriter, Ref, truncate_note
+from scheduler.kube.eventwriter import EventWriter, Occurrence
 from scheduler.kube.http1 import ConnectionPool, HttpError
 from scheduler.kube.transport import (
     TokenBucket,
@@ -185,7 +184,7 @@ class EventProcess:
         for raw in pending:
             msg = orjson.loads(raw)
             if msg[0] == "e":
-                _occurred(self.inline, msg)
+                self.inline.occurred(Occurrence.from_line(msg))
 
     async def _relay_auth(self) -> None:
         """Hand the child every new bearer token (the loaders refresh it on our side)."""
@@ -201,44 +200,17 @@ class EventProcess:
                 self._line(["auth", token])
 
     # ------------------------------------------------------------------ the sink
-    def occurred(
-        self,
-        regarding: Ref,
-        event_type: str,
-        reason: str,
-        note: str,
-        action: str,
-        related: Ref | None,
-    ) -> None:
+    def occurred(self, o: Occurrence) -> None:
         if self.inline is not None:
-            self.inline.occurred(regarding, event_type, reason, note, action, related)
-            return
-        self._line(
-            [
-                "e",
-                regarding,
-                event_type,
-                reason,
-                truncate_note(note),
-                action,
-                related,
-                time.time_ns(),
-            ]
-        )
-
-    async def record(
-        self,
-        regarding: Ref,
-        event_type: str,
-        reason: str,
-        note: str,
-        action: str,
-        related: Ref | None,
-    ) -> None:
-        if self.inline is not None:
-            await self.inline.record(regarding, event_type, reason, note, action, related)
+            self.inline.occurred(o)
         else:
-            self.occurred(regarding, event_type, reason, note, action, related)
+            self._line(o.line())
+
+    async def record(self, o: Occurrence) -> None:
+        if self.inline is not None:
+            await self.inline.record(o)
+        else:
+            self.occurred(o)
 
     def _line(self, message: list[Any]) -> None:
         self._buf.append(orjson.dumps(message))
@@ -259,20 +231,6 @@ class EventProcess:
         if stdin.is_closing() or self.exited.is_set():
             return
         stdin.write(data)
-
-
-def _occurred(writer: EventWriter, msg: list[Any]) -> None:
-    """An ``["e", ...]`` line handed to ``writer``."""
-    _, regarding, event_type, reason, note, action, related, at_ns = msg
-    writer.occurred(
-        tuple(regarding),
-        event_type,
-        reason,
-        note,
-        action,
-        None if related is None else tuple(related),
-        at_ns,
-    )
 
 
 # ---------------------------------------------------------------------- the child
@@ -369,7 +327,7 @@ async def _serve(stdin: asyncio.StreamReader) -> int:
         while line := await stdin.readline():
             msg = orjson.loads(line)
             if msg[0] == "e":
-                _occurred(writer, msg)
+                writer.occurred(Occurrence.from_line(msg))
             elif msg[0] == "auth":
                 client.token = msg[1]
             else:

@@ -46,6 +46,7 @@ __all__ = [
     "STRATEGIC",
     "EventSink",
     "EventWriter",
+    "Occurrence",
     "Ref",
     "Sender",
     "micro_time",
@@ -121,30 +122,57 @@ class Sender(Protocol):
     ) -> Awaitable[Mapping[str, Any]]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Occurrence:
+    """One thing that happened to a pod, as an Event tells it: the pod (``regarding``, at
+    the version the scheduler saw), ``event_type`` (Normal, Warning), ``reason``,
+    ``note``, ``action``, the other pod involved (``related``: a victim's preemptor) and
+    when (``at_ns``, nanoseconds since the epoch; 0: when the writer takes it)."""
+
+    regarding: Ref
+    event_type: str
+    reason: str
+    note: str
+    action: str
+    related: Ref | None = None
+    at_ns: int = 0
+
+    def line(self) -> list[Any]:
+        """As a line to the event process (``from_line`` reads it back): the note cut to
+        what will be written."""
+        return [
+            "e",
+            self.regarding,
+            self.event_type,
+            self.reason,
+            truncate_note(self.note),
+            self.action,
+            self.related,
+            self.at_ns,
+        ]
+
+    @classmethod
+    def from_line(cls, msg: list[Any]) -> Occurrence:
+        _, regarding, event_type, reason, note, action, related, at_ns = msg
+        return cls(
+            tuple(regarding),
+            event_type,
+            reason,
+            note,
+            action,
+            None if related is None else tuple(related),
+            at_ns,
+        )
+
+
 class EventSink(Protocol):
     """Where the scheduler hands occurrences: an ``EventWriter`` in its own process, or the
     pipe to the event process (``scheduler.kube.eventsink.EventProcess``)."""
 
-    def occurred(
-        self,
-        regarding: Ref,
-        event_type: str,
-        reason: str,
-        note: str,
-        action: str,
-        related: Ref | None,
-    ) -> None:
+    def occurred(self, o: Occurrence) -> None:
         """One occurrence, written in the background."""
 
-    async def record(
-        self,
-        regarding: Ref,
-        event_type: str,
-        reason: str,
-        note: str,
-        action: str,
-        related: Ref | None,
-    ) -> None:
+    async def record(self, o: Occurrence) -> None:
         """One occurrence; returns once it is written (in-process) or handed on."""
 
 
@@ -205,35 +233,17 @@ class EventWriter:
         self.retry_delay = 0.5
 
     # ------------------------------------------------------------------ the sink
-    def occurred(
-        self,
-        regarding: Ref,
-        event_type: str,
-        reason: str,
-        note: str,
-        action: str,
-        related: Ref | None,
-        at_ns: int | None = None,
-    ) -> None:
-        self.spawn(self.record(regarding, event_type, reason, note, action, related, at_ns))
+    def occurred(self, o: Occurrence) -> None:
+        self.spawn(self.record(o))
 
-    async def record(
-        self,
-        regarding: Ref,
-        event_type: str,
-        reason: str,
-        note: str,
-        action: str,
-        related: Ref | None,
-        at_ns: int | None = None,
-    ) -> None:
-        """One occurrence (at ``at_ns``, else now). As client-go's broadcaster: an
-        occurrence isomorphic to one remembered (same type, action, reason, regarding
-        object at the same resourceVersion, related object; not the note) counts into that
-        event's series instead of making an Event."""
-        if at_ns is None:
-            at_ns = time.time_ns()
-        memo_key = (event_type, action, reason, regarding, related)
+    async def record(self, o: Occurrence) -> None:
+        """One occurrence. As client-go's broadcaster: an occurrence isomorphic to one
+        remembered (same type, action, reason, regarding object at the same
+        resourceVersion, related object; not the note) counts into that event's series
+        instead of making an Event."""
+        at_ns = o.at_ns or time.time_ns()
+        regarding, event_type, reason, action = o.regarding, o.event_type, o.reason, o.action
+        memo_key = (event_type, action, reason, regarding, o.related)
         memo = self._event_memo.get(memo_key)
         if memo is not None:
             memo.count += 1
@@ -247,7 +257,7 @@ class EventWriter:
         now = micro_time(at_ns)
         memo = _EventMemo(
             name=f"{regarding[1]}.{time.time_ns():x}",
-            note=truncate_note(note),
+            note=truncate_note(o.note),
             event_time=now,
             count=1,
             sent=0,

@@ -19,7 +19,7 @@ from structlog.testing import capture_logs
 
 from scheduler.kube import eventsink
 from scheduler.kube.eventsink import EventProcess
-from scheduler.kube.eventwriter import EventWriter, micro_time, truncate_note
+from scheduler.kube.eventwriter import EventWriter, Occurrence, micro_time, truncate_note
 from tests.unit.kube.fakekube import FakeKube
 from tests.unit.kube.test_http1 import Server, ok, serve, sync
 
@@ -64,6 +64,19 @@ def _process(
     )
 
 
+def _fallback_writer() -> tuple[FakeKube, list[asyncio.Future[Any]], EventWriter]:
+    """An in-process writer on a recording API, and the writes it spawns."""
+    api = FakeKube()
+    tasks: list[asyncio.Future[Any]] = []
+    writer = EventWriter(
+        api,  # type: ignore[arg-type]
+        identity="sched-a",
+        controller="py-scheduler",
+        spawn=lambda c: tasks.append(asyncio.ensure_future(c)),
+    )
+    return api, tasks, writer
+
+
 async def _until(predicate: Any, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -76,11 +89,13 @@ async def test_the_child_writes_events_and_series_with_the_scheduler_s_credentia
     server, host = await serve(lambda _: ok())
     proc = _process(host, iter(["Bearer t1"] * 10))
     await proc.start()
-    before = time.time_ns()
-    for _ in range(2):  # isomorphic: one Event, then its series
-        proc.occurred(POD, "Warning", "FailedScheduling", "no room", "Scheduling", None)
+    seen = time.time_ns() - 3_600 * 10**9  # when the scheduler saw it: an hour ago here
+    for k in range(2):  # isomorphic: one Event, then its series
+        proc.occurred(
+            Occurrence(POD, "Warning", "FailedScheduling", "no room", "Scheduling", None, seen + k)
+        )
     await _until(lambda: len(server.requests) == 2)
-    await proc.record(PREEMPTOR, "Normal", "Preempted", "by x", "Preempting", POD)
+    await proc.record(Occurrence(PREEMPTOR, "Normal", "Preempted", "by x", "Preempting", POD))
     await proc.stop(drain_seconds=5.0)
     assert proc.exited.is_set() and proc.inline is None
     reqs = _requests(server)
@@ -102,7 +117,7 @@ async def test_the_child_writes_events_and_series_with_the_scheduler_s_credentia
     }
     assert (first["reportingController"], first["reportingInstance"]) == ("py-scheduler", "sched-a")
     # eventTime is when the scheduler saw it happen, not when the child wrote it.
-    assert micro_time(before)[:19] <= first["eventTime"] <= micro_time(time.time_ns())
+    assert first["eventTime"] == micro_time(seen)
     assert reqs[1][3] == {
         "series": {"count": 2, "lastObservedTime": reqs[1][3]["series"]["lastObservedTime"]}
     }
@@ -124,13 +139,13 @@ def test_a_new_credential_is_relayed_to_the_child(monkeypatch: pytest.MonkeyPatc
 
         proc = _process(host, tokens())
         await proc.start()
-        proc.occurred(POD, "Normal", "Scheduled", "a", "Binding", None)
+        proc.occurred(Occurrence(POD, "Normal", "Scheduled", "a", "Binding", None))
         await _until(lambda: len(server.requests) == 1)
         current[0] = "Bearer new"  # rotated
         # The relay hands it on; the child reads its lines in order, so the next event
         # goes out with it.
         await _until(lambda: proc._sent_token == "Bearer new")
-        proc.occurred(PREEMPTOR, "Normal", "Scheduled", "b", "Binding", None)
+        proc.occurred(Occurrence(PREEMPTOR, "Normal", "Scheduled", "b", "Binding", None))
         await _until(lambda: len(server.requests) == 2)
         await proc.stop(drain_seconds=5.0)
         assert [h["authorization"] for _, _, h, _ in _requests(server)] == [
@@ -161,7 +176,7 @@ def test_a_refresh_that_fails_is_logged_and_tried_again(monkeypatch: pytest.Monk
             await proc.start()
             await _until(lambda: proc._sent_token == "Bearer new")
         assert any(e["event"] == "event_process_auth_failed" for e in logs)
-        proc.occurred(POD, "Normal", "Scheduled", "a", "Binding", None)
+        proc.occurred(Occurrence(POD, "Normal", "Scheduled", "a", "Binding", None))
         await _until(lambda: len(server.requests) == 1)
         await proc.stop(drain_seconds=5.0)
         assert [h["authorization"] for _, _, h, _ in _requests(server)] == ["Bearer new"]
@@ -172,14 +187,7 @@ def test_a_refresh_that_fails_is_logged_and_tried_again(monkeypatch: pytest.Monk
 @sync
 async def test_when_the_child_dies_the_scheduler_writes_events_itself() -> None:
     _, host = await serve(lambda _: ok())
-    api = FakeKube()
-    tasks: list[asyncio.Task[Any]] = []
-    fallback = EventWriter(
-        api,  # type: ignore[arg-type]
-        identity="sched-a",
-        controller="py-scheduler",
-        spawn=lambda c: tasks.append(asyncio.ensure_future(c)),
-    )
+    api, tasks, fallback = _fallback_writer()
     proc = _process(host, iter(["Bearer t"] * 10), fallback)
     await proc.start()
     assert proc.pid is not None
@@ -189,8 +197,8 @@ async def test_when_the_child_dies_the_scheduler_writes_events_itself() -> None:
         await _until(lambda: proc.inline is not None)
     (exited,) = [e for e in logs if e["event"] == "event_process_exited"]
     assert exited["exit_code"] == -signal.SIGKILL and exited["log_level"] == "error"
-    proc.occurred(POD, "Warning", "FailedScheduling", "no room", "Scheduling", None)
-    await proc.record(POD, "Normal", "Scheduled", "ok", "Binding", None)
+    proc.occurred(Occurrence(POD, "Warning", "FailedScheduling", "no room", "Scheduling", None))
+    await proc.record(Occurrence(POD, "Normal", "Scheduled", "ok", "Binding", None))
     await asyncio.gather(*tasks)
     assert sorted(api.events()) == [("FailedScheduling", "web-0"), ("Scheduled", "web-0")]
     await proc.stop(drain_seconds=1.0)
@@ -203,7 +211,7 @@ async def test_a_scheduler_that_dies_closes_the_pipe_and_the_child_writes_what_i
     server, host = await serve(lambda _: ok())
     proc = _process(host, iter(["Bearer t"] * 10))
     await proc.start()
-    proc.occurred(POD, "Normal", "Scheduled", "ok", "Binding", None)
+    proc.occurred(Occurrence(POD, "Normal", "Scheduled", "ok", "Binding", None))
     proc._flush()
     assert proc._stdin is not None and proc._proc is not None and proc._watcher is not None
     proc._stopping = True  # the scheduler is gone: nobody falls back
@@ -221,7 +229,7 @@ async def test_occurrences_before_the_start_are_written_after_the_settings() -> 
     listing): the settings still go first, then what was handed on."""
     server, host = await serve(lambda _: ok())
     proc = _process(host, iter(["Bearer t"] * 10))
-    proc.occurred(POD, "Warning", "FailedScheduling", "bad pod", "Scheduling", None)
+    proc.occurred(Occurrence(POD, "Warning", "FailedScheduling", "bad pod", "Scheduling", None))
     proc._flush()  # a flush before the start: nothing to write to yet, the line is kept
     await proc.start()
     await _until(lambda: len(server.requests) == 1)
@@ -233,14 +241,7 @@ async def test_occurrences_before_the_start_are_written_after_the_settings() -> 
 
 @sync
 async def test_a_child_that_cannot_start_leaves_the_events_to_the_scheduler() -> None:
-    api = FakeKube()
-    tasks: list[asyncio.Task[Any]] = []
-    fallback = EventWriter(
-        api,  # type: ignore[arg-type]
-        identity="sched-a",
-        controller="py-scheduler",
-        spawn=lambda c: tasks.append(asyncio.ensure_future(c)),
-    )
+    api, tasks, fallback = _fallback_writer()
 
     async def no_token() -> str | None:
         return None
@@ -251,12 +252,12 @@ async def test_a_child_that_cannot_start_leaves_the_events_to_the_scheduler() ->
         fallback=lambda: fallback,
         python="/nonexistent/python3",
     )
-    proc.occurred(POD, "Normal", "Scheduled", "early", "Binding", None)
+    proc.occurred(Occurrence(POD, "Normal", "Scheduled", "early", "Binding", None))
     with capture_logs() as logs:
         await proc.start()
     assert [e["event"] for e in logs] == ["event_process_failed"]
     assert proc.inline is fallback
-    proc.occurred(PREEMPTOR, "Normal", "Scheduled", "late", "Binding", None)
+    proc.occurred(Occurrence(PREEMPTOR, "Normal", "Scheduled", "late", "Binding", None))
     await asyncio.gather(*tasks)
     assert sorted(api.events()) == [("Scheduled", "big"), ("Scheduled", "web-0")]
     await proc.stop(drain_seconds=1.0)

@@ -83,7 +83,6 @@ class EventRecorder:
                 "Scheduled",
                 f"Successfully assigned {pod.key} to {node_name}",
                 "Binding",
-                at_ns=time.time_ns(),
             )
         )
 
@@ -122,7 +121,6 @@ class EventRecorder:
                 "FailedScheduling",
                 message,
                 "Scheduling",
-                at_ns=time.time_ns(),
             )
         )
 
@@ -158,9 +156,7 @@ class EventRecorder:
         like the scheduler's own."""
         check_event(event_type, reason, action)
         rel = None if related is None else _pod_ref(related)
-        self.sink.occurred(
-            Occurrence(_pod_ref(regarding), event_type, reason, note, action, rel, time.time_ns())
-        )
+        self.sink.occurred(Occurrence(_pod_ref(regarding), event_type, reason, note, action, rel))
 
     def rejected(self, raw: Mapping[str, Any], message: str) -> None:
         """A FailedScheduling event about the pod whose raw form is ``raw`` (which could
@@ -179,7 +175,6 @@ class EventRecorder:
                 "FailedScheduling",
                 message,
                 "Scheduling",
-                at_ns=time.time_ns(),
             )
         )
 
@@ -226,6 +221,4 @@ class EventRecorder:
         """One occurrence about ``pod``; returns once it is written (an in-process writer)
         or handed to the event process."""
         rel = None if related is None else _pod_ref(related)
-        await self.sink.record(
-            Occurrence(_pod_ref(pod), event_type, reason, message, action, rel, time.time_ns())
-        )
+        await self.sink.record(Occurrence(_pod_ref(pod), event_type, reason, message, action, rel))

@@ -31,7 +31,7 @@ import asyncio
 import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import structlog
@@ -127,7 +127,7 @@ class Occurrence:
     """One thing that happened to a pod, as an Event tells it: the pod (``regarding``, at
     the version the scheduler saw), ``event_type`` (Normal, Warning), ``reason``,
     ``note``, ``action``, the other pod involved (``related``: a victim's preemptor) and
-    when (``at_ns``, nanoseconds since the epoch; 0: when the writer takes it)."""
+    when (``at_ns``, nanoseconds since the epoch; by default when it is made)."""
 
     regarding: Ref
     event_type: str
@@ -135,7 +135,7 @@ class Occurrence:
     note: str
     action: str
     related: Ref | None = None
-    at_ns: int = 0
+    at_ns: int = field(default_factory=time.time_ns)
 
     def line(self) -> list[Any]:
         """As a line to the event process (``from_line`` reads it back): the note cut to
@@ -241,7 +241,7 @@ class EventWriter:
         remembered (same type, action, reason, regarding object at the same
         resourceVersion, related object; not the note) counts into that event's series
         instead of making an Event."""
-        at_ns = o.at_ns or time.time_ns()
+        at_ns = o.at_ns
         regarding, event_type, reason, action = o.regarding, o.event_type, o.reason, o.action
         memo_key = (event_type, action, reason, regarding, o.related)
         memo = self._event_memo.get(memo_key)

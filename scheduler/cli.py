@@ -44,7 +44,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="schedule without a lease (one replica only!)",
     )
-    run.add_argument("-v", "--verbosity", type=int, default=0, help="log verbosity (4+: per node)")
+    run.add_argument(
+        "-v",
+        "--verbosity",
+        type=int,
+        default=0,
+        help="log verbosity (2+: a line per attempt; 4+: per node)",
+    )
     run.add_argument("--port", type=int, help="health/metrics port (overrides config httpPort)")
     run.add_argument("--bind-address", help="health/metrics address (overrides httpBindAddress)")
     run.add_argument(

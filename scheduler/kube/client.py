@@ -198,9 +198,9 @@ class KubeClient:
 
     async def _headers(self, content_type: str) -> dict[str, str]:
         headers = {"Content-Type": content_type}
-        auth = (await self.configuration.auth_settings()).get("BearerToken")
-        if auth:
-            headers[str(auth["key"])] = str(auth["value"])
+        authorization = await self.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
         return headers
 
     def derive(self, *, qps: float, burst: int, pool_size: int = 4) -> KubeClient:

@@ -59,7 +59,6 @@ from scheduler.kube.transport import (
     TokenBucket,
     ignore_reply,
     read_reply,
-    target,
     tls_context,
     unreachable_message,
 )
@@ -285,7 +284,7 @@ class _Client:
         try:
             status, data = await self.pool.request(
                 method,
-                target(path, None),
+                path,
                 headers=headers,
                 body=None if body is None else orjson.dumps(body),
                 timeout=self.timeout,

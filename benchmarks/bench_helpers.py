@@ -302,6 +302,25 @@ def _latency_note(key: str, *runs: Mapping[str, Any] | None) -> str:
     return f" (medians of {n} repeats)" if n > 1 else ""
 
 
+def pairs_at_or_below(
+    kube: Sequence[Mapping[str, Any]], py: Sequence[Mapping[str, Any]], key: str
+) -> tuple[int, int] | None:
+    """For repeats (``--repeat``): in how many pairs py-scheduler's p99 (``key``) was at or
+    below kube-scheduler's, of the pairs where both completed. A pair is the i-th run of
+    each, in the order they ran (each repeat runs one of each, back to back). None with
+    fewer than two pairs: a single pair is the ratio itself."""
+    pairs = [(_p99(k, key), _p99(p, key)) for k, p in zip(kube, py, strict=False)]
+    both = [(k, p) for k, p in pairs if k is not None and p is not None]
+    if len(both) < 2:
+        return None
+    return sum(1 for k, p in both if p <= k), len(both)
+
+
+def _pairs_note(pairs: tuple[int, int] | None) -> str:
+    """'; py's at or below in K of N pairs' for ``pairs_at_or_below``'s count, else ''."""
+    return "" if pairs is None else f"; py's at or below in {pairs[0]} of {pairs[1]} pairs"
+
+
 def _median(values: Sequence[float]) -> float:
     ordered = sorted(values)
     mid = len(ordered) // 2
@@ -356,12 +375,13 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     for size in sizes:
         for mode in QPS_MODES:
 
-            def get(
+            def each(
                 scenario: str, sched: str, size: str = size, mode: str = mode
-            ) -> Mapping[str, Any] | None:
-                return summarize_repeats(
-                    find_runs(runs, scenario=scenario, size=size, qps_mode=mode, scheduler=sched)
-                )
+            ) -> list[Mapping[str, Any]]:
+                return find_runs(runs, scenario=scenario, size=size, qps_mode=mode, scheduler=sched)
+
+            def get(scenario: str, sched: str) -> Mapping[str, Any] | None:
+                return summarize_repeats(each(scenario, sched))
 
             for scenario in ("throughput", "deployments"):
                 tk, tp = get(scenario, KUBE), get(scenario, PY)
@@ -397,6 +417,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 ):
                     lk, lp = _p99(tk, key), _p99(tp, key)
                     if lk is not None or lp is not None:
+                        pairs = pairs_at_or_below(each(scenario, KUBE), each(scenario, PY), key)
                         add(
                             f"{label} py/kube{what}",
                             size,
@@ -404,7 +425,8 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                             ratio(lp, lk, 6),
                             "<=",
                             1.0,
-                            f"{_fmt(lp)} s / {_fmt(lk)} s{_latency_note(key, tk, tp)}",
+                            f"{_fmt(lp)} s / {_fmt(lk)} s{_latency_note(key, tk, tp)}"
+                            f"{_pairs_note(pairs)}",
                         )
             pk, pp = get("preemption", KUBE), get("preemption", PY)
             if pk is not None or pp is not None:

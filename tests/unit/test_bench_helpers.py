@@ -392,10 +392,28 @@ def test_a_latency_median_counts_the_repeats_that_recorded_it() -> None:
     ]
     by_name = {r["name"]: r for r in H.compute_ratios(runs)}
     client = by_name["latency p99 py/kube"]
-    assert client["detail"] == "1.30 s / 1.40 s (medians of 3 repeats)"
+    assert client["detail"] == (
+        "1.30 s / 1.40 s (medians of 3 repeats); py's at or below in 2 of 3 pairs"
+    )
     due = by_name["latency p99 from the paced arrival py/kube"]
-    assert due["detail"] == "1.25 s / 1.45 s (medians of 2 repeats)"
+    assert due["detail"] == (
+        "1.25 s / 1.45 s (medians of 2 repeats); py's at or below in 2 of 2 pairs"
+    )
     assert due["met"] is True
+
+
+def test_pairs_count_the_repeats_run_side_by_side() -> None:
+    """The i-th kube run against the i-th py run; a pair with an incomplete run does not
+    count; an equal p99 counts for py (the target is <=); one pair gives no count."""
+    kube = [_paced(H.KUBE, 1.3, None), _paced(H.KUBE, 1.4, None), _paced(H.KUBE, 1.5, None)]
+    py = [_paced(H.PY, 1.3, None), _paced(H.PY, 1.5, None), _paced(H.PY, 1.0, None)]
+    assert H.pairs_at_or_below(kube, py, "latency_client") == (2, 3)
+    py[2] = {**py[2], "complete": False}
+    assert H.pairs_at_or_below(kube, py, "latency_client") == (1, 2)
+    assert H.pairs_at_or_below(kube[:1], py[:1], "latency_client") is None
+    assert H.pairs_at_or_below(kube, py, "latency_due") is None  # no due times recorded
+    by_name = {r["name"]: r for r in H.compute_ratios([kube[0], py[0]])}
+    assert by_name["latency p99 py/kube"]["detail"] == "1.30 s / 1.30 s"
 
 
 def test_one_run_stands_for_itself_and_no_complete_repeat_is_incomplete() -> None:

@@ -32,8 +32,9 @@ dies (even by SIGKILL) closes the pipe with it, so the child never outlives it b
 that drain. The child ignores SIGINT (a terminal's Ctrl-C reaches the whole process group;
 it stops when the scheduler closes the pipe). If the child exits while the scheduler runs,
 the scheduler logs ``event_process_exited`` and writes events itself from then on (an
-``EventWriter`` of its own): occurrences handed on but not yet written are lost, as events
-are best effort upstream too (client-go's broadcaster drops them when its queue is full).
+``EventWriter`` of its own): occurrences handed on but not yet written are lost (events
+are best effort upstream too: client-go's broadcaster gives up on an event whose writes
+keep failing, and its watchers may drop events when their queue is full).
 A scheduler behind an HTTP proxy writes events in its own process (the child speaks to the
 API server directly).
 """

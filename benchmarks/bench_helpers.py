@@ -164,6 +164,27 @@ def steady_rate(bound: Iterable[float], lo: float = 0.1, hi: float = 0.9) -> flo
     return None if span <= 0 else (b - a) / span
 
 
+# The control plane's processes whose CPU each run records (``cpu_per_pod``): what the
+# scheduler under test costs the API server, and through it etcd, per pod. On a many-core
+# machine they are what both schedulers share, and on these 2 cores their CPU is taken from
+# everything else.
+CONTROL_PLANE = ("kube-apiserver", "etcd")
+
+
+def cpu_per_pod(
+    before: Mapping[str, float], after: Mapping[str, float], pods: int
+) -> dict[str, float]:
+    """CPU ms per pod of each process named in both readings (CPU seconds); {} without
+    pods. A process that was restarted in between (less CPU than before) is left out."""
+    if pods <= 0:
+        return {}
+    return {
+        name: round(1000 * (after[name] - before[name]) / pods, 2)
+        for name in before
+        if name in after and after[name] >= before[name]
+    }
+
+
 def ratio(num: float | None, den: float | None, digits: int = 2) -> float | None:
     """num / den rounded, or None when either is missing or den is 0."""
     if num is None or den is None or den == 0:
@@ -663,6 +684,14 @@ _TREE_NOTE = (
 )
 
 
+_CONTROL_PLANE_NOTE = (
+    "API server and etcd ms/pod: those processes' CPU over the same phase, per pod (the "
+    "benchmark's own clients, kwok and kube-controller-manager call the API server too, the "
+    "same for both schedulers; the difference is the scheduler's calls); empty in records "
+    "from before round 21."
+)
+
+
 def render_markdown(results: Mapping[str, Any]) -> str:
     """results.md: the setup, one table per scenario, the ratios against the targets."""
     meta = results.get("meta") or {}
@@ -752,6 +781,8 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                 "peak RSS MiB",
                 "CPU s",
                 "CPU ms/pod",
+                "API server ms/pod",
+                "etcd ms/pod",
                 "over capacity",
             ],
             (
@@ -773,12 +804,14 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                     with_main(_mib(r.get("vmhwm_kib")), _mib(r.get("main_vmhwm_kib"))),
                     r.get("cpu_seconds"),
                     with_main(r.get("cpu_ms_per_pod"), r.get("main_cpu_ms_per_pod")),
+                    (r.get("control_plane_cpu_ms_per_pod") or {}).get("kube-apiserver"),
+                    (r.get("control_plane_cpu_ms_per_pod") or {}).get("etcd"),
                     r.get("overcommitted_nodes"),
                 ]
                 for r in tp
             ),
         )
-        md += ["", _TREE_NOTE, ""]
+        md += ["", _TREE_NOTE + " " + _CONTROL_PLANE_NOTE, ""]
     pre = [r for r in runs if r.get("scenario") == "preemption"]
     if pre:
         md += [

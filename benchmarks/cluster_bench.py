@@ -1296,6 +1296,19 @@ class Bench:
         watch.wait_until(lambda: watch.count("warmup", "deleted") >= 1, 60)
         time.sleep(H.refill_seconds(qps))
 
+    def control_plane_cpu(self) -> dict[str, float]:
+        """CPU seconds so far of the control plane's processes in ``H.CONTROL_PLANE`` (those
+        this cluster runs and that are alive)."""
+        state = (self.local.read_state() if self.local is not None else None) or {}
+        components = state.get("components") or {}
+        out: dict[str, float] = {}
+        for name in H.CONTROL_PLANE:
+            pid = (components.get(name) or {}).get("pid")
+            cpu = proc_cpu_seconds(pid) if isinstance(pid, int) else None
+            if cpu is not None:
+                out[name] = cpu
+        return out
+
     def _new_run(self, scenario: str, size: Size, mode: str, which: str) -> tuple[str, Path]:
         self.seq += 1
         short = "kube" if which == H.KUBE else "py"
@@ -1339,6 +1352,7 @@ class Bench:
             bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
             record["loadavg_before"] = loadavg()
             cpu0 = proc.usage_start()
+            cp0 = self.control_plane_cpu()
             rate = self.args.paced_rate if mode == "defaults" else 0.0
             record["create_rate"] = rate or None
             sent, due = self.create_pods(ns, bodies, rate)
@@ -1346,6 +1360,9 @@ class Bench:
             timeout = self.args.timeout or (120 + pods / 5)
             complete = watch.wait_until(lambda: watch.count("tp", "bound") >= pods, timeout, proc)
             _record_usage(record, proc, cpu0, pods)
+            record["control_plane_cpu_ms_per_pod"] = H.cpu_per_pod(
+                cp0, self.control_plane_cpu(), pods
+            )
         finally:
             if spy is not None:
                 spy.stop()
@@ -1493,6 +1510,7 @@ class Bench:
             ]
             record["loadavg_before"] = loadavg()
             cpu0 = proc.usage_start()
+            cp0 = self.control_plane_cpu()
             first = time.time()
             start = time.monotonic()
             # At the defaults, paced like the throughput scenario: Deployment i (its
@@ -1515,6 +1533,9 @@ class Bench:
             timeout = self.args.timeout or (300 + pods / 5)
             complete = watch.wait_until(lambda: watch.count("dep", "bound") >= pods, timeout, proc)
             _record_usage(record, proc, cpu0, pods)
+            record["control_plane_cpu_ms_per_pod"] = H.cpu_per_pod(
+                cp0, self.control_plane_cpu(), pods
+            )
         finally:
             proc.stop()
             watch.stop()

@@ -620,3 +620,18 @@ def test_records_without_the_main_figures_render_as_before() -> None:
     same = H.render_markdown({"meta": {}, "runs": _tree_runs(main_cpu_ms_per_pod=1.8)})
     assert "(main" not in same
     assert "(main" not in H.render_markdown({"meta": {}, "runs": RUNS})
+
+
+def test_control_plane_cpu_per_pod_and_its_columns() -> None:
+    before = {"kube-apiserver": 10.0, "etcd": 4.0}
+    after = {"kube-apiserver": 22.5, "etcd": 3.0}  # etcd restarted: its reading is left out
+    assert H.cpu_per_pod(before, after, 5000) == {"kube-apiserver": 2.5}
+    assert H.cpu_per_pod(before, {"kube-apiserver": 11.0}, 0) == {}
+    assert H.cpu_per_pod({}, after, 100) == {}
+    runs = _tree_runs()
+    runs[0] = {**runs[0], "control_plane_cpu_ms_per_pod": {"kube-apiserver": 7.25, "etcd": 1.5}}
+    md = H.render_markdown({"meta": {}, "runs": runs})
+    first, second = _rows(md, "## Throughput", "large")
+    assert "| 7.25 | 1.50 |" in first
+    assert "| 7.25 |" not in second  # a record without them: empty cells
+    assert "API server and etcd ms/pod" in md

@@ -1,0 +1,56 @@
+"""benchmarks/cluster_bench.py's runs: --repeat for every pair, --paced-repeat for the
+pairs at the shipped defaults only; the control plane's CPU each run reads. No cluster."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.scripts import load_script
+
+B = load_script("benchmarks/cluster_bench.py")
+
+
+def test_paced_repeat_applies_to_the_defaults_only() -> None:
+    args = B.parse_args(["--paced-repeat", "3"])
+    assert (args.repeat, args.paced_repeat) == (1, 3)
+    assert B.repeats_of("defaults", args.repeat, args.paced_repeat) == 3
+    assert B.repeats_of("equal", args.repeat, args.paced_repeat) == 1
+    # --repeat is a floor for both: the larger of the two wins at the defaults.
+    assert B.repeats_of("defaults", 5, 3) == 5
+    assert B.repeats_of("equal", 5, 3) == 5
+    assert B.parse_args([]).paced_repeat == 1
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "two"])
+def test_a_paced_repeat_that_is_not_a_positive_count_is_refused(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        B.parse_args(["--paced-repeat", bad])
+    assert "--paced-repeat" in capsys.readouterr().err
+
+
+class _State:
+    def __init__(self, components: dict[str, object]) -> None:
+        self.components = components
+
+    def read_state(self) -> dict[str, object]:
+        return {"components": self.components}
+
+
+def test_the_control_plane_cpu_is_read_from_the_cluster_state(tmp_path: Path) -> None:
+    """Each named component's CPU seconds by the pid in the cluster's state; a component
+    that is gone or not listed is left out, as is any other component."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    bench = B.Bench(B.parse_args([]), tmp_path)
+    assert bench.control_plane_cpu() == {}  # no cluster yet
+    bench.local = _State(
+        {"kube-apiserver": {"pid": os.getpid()}, "etcd": {"pid": gone.pid}, "kwok": {"pid": 1}}
+    )
+    cpu = bench.control_plane_cpu()
+    assert list(cpu) == ["kube-apiserver"] and cpu["kube-apiserver"] > 0

@@ -16,11 +16,14 @@ from typing import Any
 KUBE = "kube-scheduler"
 PY = "py-scheduler"
 SCHEDULERS = (KUBE, PY)
-QPS_MODES = ("defaults", "equal")
+QPS_MODES = ("defaults", "equal", "backlog")
 QPS_MODE_TEXT = {
     "defaults": "shipped defaults (50 QPS / 100 burst for both)",
     "equal": "equal unthrottled client (5000 QPS / 5000 burst for both)",
+    "backlog": "every pod created before the scheduler starts (5000 QPS / 5000 burst for both)",
 }
+# In plot titles.
+QPS_MODE_SHORT = {"defaults": "default QPS", "equal": "5000 QPS", "backlog": "backlog"}
 
 # --------------------------------------------------------------------------------------------
 # Statistics
@@ -744,7 +747,10 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             "and a late pod waits less behind the rate limit). Limiter start (paced runs): "
             "when the 50 QPS token bucket's schedule of binds began, after the first pod was "
             "sent; every later bind follows that schedule, so two schedulers' p99s differ by "
-            "about the difference of their starts, which the first pods decide.",
+            "about the difference of their starts, which the first pods decide. A backlog: "
+            "every pod created before the scheduler starts; pods/s and CPU ms/pod from the "
+            "first bind to the last (no client in the loop), the start-up in the table "
+            "below.",
         ),
         "deployments": (
             "## Deployments",
@@ -812,6 +818,41 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             ),
         )
         md += ["", _TREE_NOTE + " " + _CONTROL_PLANE_NOTE, ""]
+        backlog = [r for r in tp if r.get("qps_mode") == "backlog"]
+        if backlog:
+            md += [
+                'Backlog runs, before the drain: the pods were created in "create s" before '
+                'the scheduler was started; "first bind s" is from its start to the first '
+                "bind the watch saw (start-up, the LIST of the backlog, caches synced); CPU "
+                "with the start is the process tree's whole CPU per pod.",
+                "",
+            ]
+            md += _table(
+                [
+                    "size",
+                    "scheduler",
+                    "pods",
+                    "first bind s",
+                    "drain s",
+                    "pods/s",
+                    "CPU ms/pod",
+                    "CPU ms/pod with the start",
+                ],
+                (
+                    [
+                        r["size"],
+                        r["scheduler"],
+                        r.get("pods"),
+                        r.get("first_bind_seconds"),
+                        r.get("drain_seconds"),
+                        r.get("pods_per_second"),
+                        r.get("cpu_ms_per_pod"),
+                        r.get("cpu_ms_per_pod_with_start"),
+                    ]
+                    for r in backlog
+                ),
+            )
+            md.append("")
     pre = [r for r in runs if r.get("scenario") == "preemption"]
     if pre:
         md += [

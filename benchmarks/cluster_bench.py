@@ -23,6 +23,11 @@ namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
    puts gaps between the first pods (at the defaults those gaps decide the p99: see
    bench_helpers.limiter_start, reported per paced run as "limiter start ms"). Each run's
    pods.tsv, beside the scheduler's log, has every pod's send, due and bound times.
+   A backlog (--modes backlog): every pod created before the scheduler starts, then the
+   scheduler started; pods/s and CPU ms per pod from the first bind the watch sees to the
+   last, the time to that first bind and the CPU with the start-up beside them. With the
+   equal client on 2 cores the benchmark's creation is the limit at the small size (both
+   schedulers keep up with it); a backlog has no client in the loop.
 2. preemption (upstream PreemptionAsync's shape, scaled): every node holds 4 low-priority pods
    (900m, grace 1s), high-priority pods (3 cpu) arrive at a fixed rate, each needing 3 victims;
    time until all are bound, victims per preemptor, preemptors that took more than needed.
@@ -45,7 +50,8 @@ namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
    latency_due counts from the time each pod's Deployment was due.
 
 Each scenario runs with both schedulers at their shipped client QPS/burst defaults (50/100)
-and with an equal unthrottled client (5000/5000). py-scheduler is profiled (py-spy, else
+and with an equal unthrottled client (5000/5000); the throughput scenario also with a
+backlog (5000/5000). py-scheduler is profiled (py-spy, else
 cProfile) in one extra throughput run at the largest size. With --repeat N every pair runs N
 times (who goes first alternates) and the ratios are judged on the medians of the repeats
 (the worst repeat for victims and nodes over capacity); the runs table lists each repeat.
@@ -60,7 +66,7 @@ so that one report holds both.
 
 Usage:
     python benchmarks/cluster_bench.py [--size small|large|xl|both|all|LIST] [--out DIR]
-        [--scenarios throughput,deployments,preemption] [--modes defaults,equal]
+        [--scenarios throughput,deployments,preemption] [--modes defaults,equal,backlog]
         [--schedulers kube,py] [--repeat N] [--paced-repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
         [--scheduler-cpus CORES [--limit-main-only]]
@@ -342,6 +348,8 @@ class PodWatch:
         self._conn: http.client.HTTPSConnection | None = None
         self._thread = threading.Thread(target=self._run, name=f"watch-{namespace}", daemon=True)
         self._rv = ""
+        # group -> called once, from the watch's thread, when it sees the group's first bind.
+        self.on_first_bound: dict[str, Callable[[], None]] = {}
 
     def start(self) -> PodWatch:
         items, self._rv = self.api.list_all(f"/api/v1/namespaces/{self.namespace}/pods")
@@ -412,6 +420,9 @@ class PodWatch:
             if node and rec.bound is None:
                 rec.bound, rec.node = now, str(node)
                 self._bump(group, "bound", now)
+                hook = self.on_first_bound.pop(group, None)
+                if hook is not None:
+                    hook()
             if (obj.get("status") or {}).get("phase") == "Running" and rec.running is None:
                 rec.running = now
                 self._bump(group, "running", now)
@@ -1264,6 +1275,14 @@ class Bench:
     def start_scheduler(
         self, which: str, qps: int | None, run_dir: Path, cprofile_out: Path | None = None
     ) -> SchedulerProc:
+        proc = self.new_scheduler(which, qps, run_dir, cprofile_out)
+        proc.start()
+        return proc
+
+    def new_scheduler(
+        self, which: str, qps: int | None, run_dir: Path, cprofile_out: Path | None = None
+    ) -> SchedulerProc:
+        """The scheduler under test, configured but not started."""
         assert self.kubeconfig is not None and self.bin_dir is not None
         proc: SchedulerProc
         if which == H.KUBE:
@@ -1273,7 +1292,6 @@ class Bench:
         else:
             proc = PySchedulerProc(run_dir, self.kubeconfig, qps, cprofile_out, self.py_source)
         proc.cpu_limit = self.cpu_limit
-        proc.start()
         return proc
 
     def warm_up(self, ns: str, proc: SchedulerProc, watch: PodWatch, qps: int | None) -> None:
@@ -1319,10 +1337,12 @@ class Bench:
         return run_id, run_dir
 
     def _qps(self, mode: str) -> int | None:
-        return EQUAL_QPS if mode == "equal" else None
+        return None if mode == "defaults" else EQUAL_QPS
 
     # ---------------------------------------------------------------- throughput
     def throughput(self, size: Size, mode: str, which: str, profile: str = "") -> dict[str, Any]:
+        if mode == "backlog":
+            return self.backlog(size, which)
         run_id, run_dir = self._new_run("throughput", size, mode, which)
         nodes, pods = size.nodes, size.pods
         log(f"{run_id}: throughput, {which}, {nodes} nodes / {pods} pods, client QPS {mode}")
@@ -1413,6 +1433,91 @@ class Bench:
             f"{run_id}: {record['bound']}/{pods} bound, {record['pods_per_second']} pods/s, "
             f"p50 {record['latency_client']['p50']} s, p99 {record['latency_client']['p99']} s, "
             f"VmHWM {(record.get('vmhwm_kib') or 0) // 1024} MiB"
+        )
+        return record
+
+    def backlog(self, size: Size, which: str) -> dict[str, Any]:
+        """Every pod created before the scheduler starts, then the scheduler started (a
+        restart or a failover with work waiting, a burst faster than any client): its own
+        rate with no client in the loop. On 2 cores the equal client's pods/s at the small
+        size is how fast the benchmark can create pods (both schedulers keep up), not how
+        fast either schedules. Here pods/s and CPU ms per pod count from the first bind the
+        watch sees to the last; what the scheduler spent before its first bind (start-up,
+        the LIST of the backlog, its caches) is recorded beside them."""
+        mode = "backlog"
+        run_id, run_dir = self._new_run("throughput", size, mode, which)
+        nodes, pods = size.nodes, size.pods
+        log(f"{run_id}: throughput, {which}, {nodes} nodes / {pods} pods, a backlog")
+        ns = self.fresh_namespace(run_id)
+        self.fresh_nodes(nodes, run_id)
+        proc = self.new_scheduler(which, EQUAL_QPS, run_dir)
+        watch = PodWatch(self.client, ns).start()
+        record: dict[str, Any] = {
+            "scenario": "throughput",
+            "size": size.name,
+            "qps_mode": mode,
+            "qps": EQUAL_QPS,
+            "burst": EQUAL_QPS,
+            "scheduler": which,
+            "nodes": nodes,
+            "pods": pods,
+            "profiled": False,
+        }
+        mark: dict[str, Any] = {}
+
+        def first_bind() -> None:  # the watch's thread, at the first bind it sees
+            mark["cpu"] = proc.usage_start()
+            mark["control_plane"] = self.control_plane_cpu()
+
+        watch.on_first_bound["tp"] = first_bind
+        bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
+        try:
+            sent, _ = self.create_pods(ns, bodies)
+            created = time.time()
+            record["loadavg_before"] = loadavg()
+            spawned = time.time()
+            proc.start(timeout=max(120.0, pods / 50))
+            timeout = self.args.timeout or (120 + pods / 5)
+            complete = watch.wait_until(lambda: watch.count("tp", "bound") >= pods, timeout, proc)
+            whole = proc.cpu_seconds()
+            if "cpu" in mark:  # the drain's CPU, per pod bound after the first
+                _record_usage(record, proc, mark["cpu"], pods - 1)
+                record["control_plane_cpu_ms_per_pod"] = H.cpu_per_pod(
+                    mark["control_plane"], self.control_plane_cpu(), pods - 1
+                )
+            record["cpu_seconds_with_start"] = _rounded(whole)
+            record["cpu_ms_per_pod_with_start"] = (
+                None if whole is None else round(1000 * whole / pods, 2)
+            )
+        finally:
+            proc.stop()
+            watch.stop()
+        bound = {n: r for n, r in watch.pods.items() if _group(n) == "tp" and r.bound}
+        times = sorted(r.bound for r in bound.values() if r.bound)
+        usage = H.node_cpu_usage(
+            (r.node, _group(k), r.deleting is None) for k, r in watch.pods.items() if r.bound
+        )
+        record["overcommitted_nodes"] = sum(1 for m in usage.values() if m > NODE_CPU_MILLI)
+        _write_pod_times(run_dir / "pods.tsv", sent, {}, bound)
+        drain = times[-1] - times[0] if len(times) > 1 else None
+        record.update(
+            complete=complete,
+            bound=len(bound),
+            create_seconds=round(created - min(sent.values()), 2),
+            first_bind_seconds=None if not times else round(times[0] - spawned, 2),
+            drain_seconds=_rounded(drain, 2),
+            pods_per_second=None if not drain else round((len(times) - 1) / drain, 1),
+            steady_pods_per_second=_rounded(H.steady_rate(times)),
+            bound_curve=H.completion_curve(times, spawned),
+            watch_errors=watch.errors[:5],
+            log=str(proc.log_path),
+        )
+        self.drop_namespace(ns)
+        log(
+            f"{run_id}: {record['bound']}/{pods} bound, first bind {record['first_bind_seconds']}"
+            f" s after the start, then {record['pods_per_second']} pods/s, CPU "
+            f"{record.get('cpu_ms_per_pod')} ms/pod ({record['cpu_ms_per_pod_with_start']} with "
+            f"the start), VmHWM {(record.get('vmhwm_kib') or 0) // 1024} MiB"
         )
         return record
 
@@ -1758,7 +1863,7 @@ class Bench:
     def run(self) -> None:
         args = self.args
         sizes = [SIZES[s] for s in size_names(args.size)]
-        modes = [m for m in args.modes.split(",") if m]
+        modes = list(mode_names(args.modes))
         scheds = [{"kube": H.KUBE, "py": H.PY}[s] for s in args.schedulers.split(",") if s]
         scenarios = [s for s in args.scenarios.split(",") if s]
         meta = self.results["meta"]
@@ -1788,6 +1893,8 @@ class Bench:
             for size in sizes:
                 for k, mode in enumerate(modes):
                     for scenario in scenarios:
+                        if mode == "backlog" and scenario != "throughput":
+                            continue  # a backlog is the throughput scenario's alone
                         repeats = repeats_of(mode, args.repeat, args.paced_repeat)
                         for rep in range(repeats):
                             # Alternate which scheduler goes first, so neither always gets
@@ -2023,7 +2130,7 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
         }
         nodes.discard(None)
         where = f"{size} ({next(iter(nodes))} nodes)" if len(nodes) == 1 else size
-        return f"{where}, {'5000 QPS' if mode == 'equal' else 'default QPS'}"
+        return f"{where}, {H.QPS_MODE_SHORT.get(mode, mode)}"
 
     # Throughput bars.
     tp_panels = panels("throughput")
@@ -2042,16 +2149,17 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
             ax.bar_label(bars, fmt="%.0f", fontsize=8)
         ax.set_xticks(range(len(tp_panels)))
         ax.set_xticklabels([label(s, m).replace(", ", "\n") for s, m in tp_panels], fontsize=8)
-        ax.set_ylabel("pods/s (first create to last bind)")
+        ax.set_ylabel("pods/s (first create to last bind;\nbacklog: first bind to last)")
         ax.set_title("Scheduling throughput")
         ax.legend(fontsize=8)
         save(fig, "throughput.png")
 
-        # Latency CDFs, one panel per size x QPS mode.
+        # Latency CDFs, one panel per size x QPS mode (a backlog has no arrival to count from).
+        lat_panels = [(s, m) for s, m in tp_panels if m != "backlog"] or tp_panels
         fig, axes = plt.subplots(
-            1, len(tp_panels), figsize=(3.6 * len(tp_panels), 3.4), squeeze=False
+            1, len(lat_panels), figsize=(3.6 * len(lat_panels), 3.4), squeeze=False
         )
-        for ax, (size, mode) in zip(axes[0], tp_panels, strict=True):
+        for ax, (size, mode) in zip(axes[0], lat_panels, strict=True):
             for sched in H.SCHEDULERS:
                 run = H.find_run(
                     runs, scenario="throughput", size=size, qps_mode=mode, scheduler=sched
@@ -2064,7 +2172,8 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
             ax.set_ylim(0, 1.01)
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("fraction of pods")
-        axes[0][0].legend(fontsize=8)
+        if axes[0][0].get_legend_handles_labels()[0]:
+            axes[0][0].legend(fontsize=8)
         save(fig, "latency_cdf.png")
 
         # Pods bound over time against pods created: is creation or scheduling the limit?
@@ -2090,7 +2199,8 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
                             label=f"{sched} {what}",
                         )
             ax.set_title(label(size, mode), fontsize=9)
-            ax.set_xlabel("seconds since the first create", fontsize=8)
+            since = "the scheduler started" if mode == "backlog" else "the first create"
+            ax.set_xlabel(f"seconds since {since}", fontsize=8)
             ax.grid(alpha=0.3)
         axes[0][0].set_ylabel("pods")
         axes[0][0].legend(fontsize=7)
@@ -2134,7 +2244,7 @@ def write_plots(results: Mapping[str, Any], out_dir: Path) -> list[str]:
                 r.get("nodes") for r in runs if r["size"] == size and r["scenario"] == "preemption"
             }
             nodes.discard(None)
-            mode_text = "5000 QPS" if mode == "equal" else "default QPS"
+            mode_text = H.QPS_MODE_SHORT.get(mode, mode)
             ax.set_title(f"{size} ({', '.join(map(str, nodes))} nodes), {mode_text}", fontsize=9)
             ax.set_xlabel("seconds since the first preemptor", fontsize=8)
             ax.grid(alpha=0.3)
@@ -2226,7 +2336,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="throughput,deployments,preemption",
         help="throughput, deployments, preemption (comma-separated)",
     )
-    ap.add_argument("--modes", default="defaults,equal", help="client QPS passes")
+    ap.add_argument(
+        "--modes",
+        type=mode_names,
+        default="defaults,equal,backlog",
+        help="client QPS passes: defaults (50 QPS, pods paced), equal (5000 QPS, pods as fast "
+        "as the client can), backlog (throughput only: every pod created before the "
+        "scheduler starts)",
+    )
     ap.add_argument("--schedulers", default="kube,py")
     ap.add_argument(
         "--repeat",
@@ -2308,6 +2425,21 @@ def repeats_of(mode: str, repeat: int, paced_repeat: int) -> int:
     """How many times a pair runs in ``mode``: ``--repeat``, and at the shipped defaults at
     least ``--paced-repeat``."""
     return max(repeat, paced_repeat) if mode == "defaults" else repeat
+
+
+def mode_names(text: str | Sequence[str]) -> tuple[str, ...]:
+    """--modes: a comma-separated list of ``H.QPS_MODES``; unknown names are an error."""
+    if not isinstance(text, str):
+        return tuple(text)
+    names = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    for name in names:
+        if name not in H.QPS_MODES:
+            raise argparse.ArgumentTypeError(
+                f"unknown mode {name!r} (known: {', '.join(H.QPS_MODES)})"
+            )
+    if not names:
+        raise argparse.ArgumentTypeError("no mode given")
+    return names
 
 
 def size_names(text: str | Sequence[str]) -> tuple[str, ...]:

@@ -635,3 +635,40 @@ def test_control_plane_cpu_per_pod_and_its_columns() -> None:
     assert "| 7.25 | 1.50 |" in first
     assert "| 7.25 |" not in second  # a record without them: empty cells
     assert "API server and etcd ms/pod" in md
+
+
+def _backlog(sched: str, **metrics: Any) -> dict[str, Any]:
+    return _run("throughput", "backlog", sched, pods=1000, **metrics)
+
+
+def test_a_backlog_is_judged_on_its_drain_and_has_no_latency_rows() -> None:
+    runs = [
+        _backlog(H.KUBE, pods_per_second=320.0, cpu_ms_per_pod=1.8, first_bind_seconds=0.3),
+        _backlog(H.PY, pods_per_second=480.0, cpu_ms_per_pod=0.9, first_bind_seconds=2.1),
+    ]
+    rows = [r for r in H.compute_ratios(runs) if r["qps_mode"] == "backlog"]
+    by_name = {r["name"]: r for r in rows}
+    assert by_name["throughput py/kube"]["value"] == 1.5
+    assert by_name["throughput py/kube"]["met"] is True
+    assert by_name["CPU ms/pod py/kube"]["value"] == 0.5
+    assert not [n for n in by_name if "latency" in n]
+
+
+def test_the_report_lists_the_backlog_runs_start_up() -> None:
+    runs = [
+        _backlog(
+            H.KUBE,
+            pods_per_second=320.0,
+            cpu_ms_per_pod=1.8,
+            first_bind_seconds=0.31,
+            drain_seconds=3.12,
+            cpu_ms_per_pod_with_start=2.1,
+        ),
+        _backlog(H.PY, pods_per_second=480.0, cpu_ms_per_pod=0.9),  # an older record
+    ]
+    md = H.render_markdown({"meta": {}, "runs": runs})
+    assert "Backlog runs, before the drain" in md
+    assert "| large | kube-scheduler | 1000 | 0.31 | 3.12 | 320.00 | 1.80 | 2.10 |" in md
+    assert "| large | py-scheduler | 1000 | - | - | 480.00 | 0.90 | - |" in md
+    # Without a backlog run there is no such table.
+    assert "Backlog runs" not in H.render_markdown({"meta": {}, "runs": RUNS})

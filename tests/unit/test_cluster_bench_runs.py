@@ -54,3 +54,41 @@ def test_the_control_plane_cpu_is_read_from_the_cluster_state(tmp_path: Path) ->
     )
     cpu = bench.control_plane_cpu()
     assert list(cpu) == ["kube-apiserver"] and cpu["kube-apiserver"] > 0
+
+
+def test_the_modes_default_to_all_three_and_a_backlog_repeats_like_the_equal_client() -> None:
+    args = B.parse_args([])
+    assert args.modes == ("defaults", "equal", "backlog")
+    assert B.parse_args(["--modes", "backlog, equal,backlog"]).modes == ("backlog", "equal")
+    assert B.repeats_of("backlog", 2, 3) == 2
+    bench = B.Bench(args, Path("/nonexistent"))
+    # The shipped client at the defaults; the equal client's 5000 QPS for the other two.
+    assert [bench._qps(m) for m in args.modes] == [None, B.EQUAL_QPS, B.EQUAL_QPS]
+
+
+@pytest.mark.parametrize("bad", ["fast", "defaults,fast", ","])
+def test_an_unknown_mode_is_refused_by_name(bad: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        B.parse_args(["--modes", bad])
+    err = capsys.readouterr().err
+    assert "--modes" in err
+    assert ("'fast'" in err) if "fast" in bad else ("no mode given" in err)
+
+
+def _pod(name: str, node: str | None = None) -> dict[str, object]:
+    return {"metadata": {"name": name, "uid": f"uid-{name}"}, "spec": {"nodeName": node}}
+
+
+def test_the_watch_calls_a_groups_first_bound_hook_once() -> None:
+    """A backlog run reads the scheduler's CPU at the first bind the watch sees: the hook
+    runs at that bind, in the watch's thread, and never again."""
+    watch = B.PodWatch(None, "ns")  # type: ignore[arg-type]
+    calls: list[int] = []
+    watch.on_first_bound["tp"] = lambda: calls.append(watch.count("tp", "bound"))
+    watch._record("ADDED", _pod("tp-00000"), 1.0)
+    watch._record("ADDED", _pod("warmup-0", "n1"), 1.5)  # another group's bind
+    assert calls == []
+    watch._record("MODIFIED", _pod("tp-00000", "n1"), 2.0)
+    watch._record("ADDED", _pod("tp-00001", "n2"), 3.0)
+    assert calls == [1]
+    assert watch.on_first_bound == {}

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -60,6 +61,11 @@ log = structlog.get_logger("py-scheduler")
 EVENT_MESSAGE_LIMIT = 1024  # upstream truncates event notes to 1 KiB
 STRATEGIC = "application/strategic-merge-patch+json"
 EVENT_MEMO_LIMIT = 10000
+# Occurrences written at once; the others wait their turn in order. client-go starts a
+# goroutine per event (a few KiB); a Python task waiting deep in a call costs about 5 KiB
+# more than a queued occurrence, so a backlog of 5000 pods bound at once grew the event
+# process by about 40 MiB (round 22). As many as the event client's connections.
+EVENT_WRITERS = 16
 EVENT_TRIES = 12  # as client-go's broadcaster; ours back off from 0.5 s to 10 s (~75 s)
 # client-go tools/events: a series with no occurrence for finishTime ends (its count is
 # written, it is forgotten), checked every finishTime; every refreshTime the count of each
@@ -222,11 +228,15 @@ class EventWriter:
         identity: str,
         controller: str,
         spawn: Callable[[Any], object],
+        writers: int = EVENT_WRITERS,
     ) -> None:
         self.sender = sender
         self.identity = identity  # reportingInstance
         self.controller = controller  # reportingController: the scheduler's name
         self.spawn = spawn
+        self.max_writers = max(1, writers)
+        self._waiting: deque[Occurrence] = deque()  # handed on, not yet being written
+        self._writers = 0  # tasks writing from ``_waiting``
         # client-go's isomorphic events (a pod re-created under its name, or changed since,
         # is another object: another event).
         self._event_memo: dict[_MemoKey, _EventMemo] = {}
@@ -234,7 +244,33 @@ class EventWriter:
 
     # ------------------------------------------------------------------ the sink
     def occurred(self, o: Occurrence) -> None:
-        self.spawn(self.record(o))
+        """Written in the background: by one of at most ``max_writers`` tasks (each started
+        with ``spawn``, so whoever drains those on stop drains these), in arrival order."""
+        self._waiting.append(o)
+        if self._writers < self.max_writers:
+            self._writers += 1
+            self.spawn(self._write_waiting())
+
+    @property
+    def waiting(self) -> int:
+        """Occurrences handed on and not yet being written."""
+        return len(self._waiting)
+
+    async def _write_waiting(self) -> None:
+        try:
+            while self._waiting:
+                o = self._waiting.popleft()
+                try:
+                    await self.record(o)
+                except Exception as e:  # one event's failure must not strand the others
+                    log.warning(
+                        "event_failed",
+                        pod=f"{o.regarding[0]}/{o.regarding[1]}",
+                        reason=o.reason,
+                        error=repr(e),
+                    )
+        finally:
+            self._writers -= 1
 
     async def record(self, o: Occurrence) -> None:
         """One occurrence. As client-go's broadcaster: an occurrence isomorphic to one

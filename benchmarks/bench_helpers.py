@@ -530,6 +530,13 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def _sum(a: Any, b: Any) -> float | None:
+    """a + b, rounded to 2 digits; None when either is not a number."""
+    if not isinstance(a, int | float) or not isinstance(b, int | float):
+        return None
+    return round(float(a) + float(b), 2)
+
+
 def _p99(run: Mapping[str, Any] | None, key: str = "latency_client") -> float | None:
     """p99 latency of a complete run: client side from the create call (``latency_client``)
     or, for paced runs, from the time each pod was due (``latency_due``)."""
@@ -821,10 +828,12 @@ def render_markdown(results: Mapping[str, Any]) -> str:
         backlog = [r for r in tp if r.get("qps_mode") == "backlog"]
         if backlog:
             md += [
-                'Backlog runs, before the drain: the pods were created in "create s" before '
-                'the scheduler was started; "first bind s" is from its start to the first '
-                "bind the watch saw (start-up, the LIST of the backlog, caches synced); CPU "
-                "with the start is the process tree's whole CPU per pod.",
+                'Backlog runs: the pods were created ("create s") before the scheduler was '
+                'started; "first bind s" is from its start to the first bind the watch saw '
+                '(start-up, the LIST of the backlog, caches synced), "drain s" from there to '
+                'the last, "last bind s" their sum (when the backlog was all bound); steady '
+                "pods/s counts between the 10th and the 90th percentile of the binds (no ramp, "
+                "no tail); CPU with the start is the process tree's whole CPU per pod.",
                 "",
             ]
             md += _table(
@@ -834,7 +843,9 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                     "pods",
                     "first bind s",
                     "drain s",
+                    "last bind s",
                     "pods/s",
+                    "steady pods/s",
                     "CPU ms/pod",
                     "CPU ms/pod with the start",
                 ],
@@ -845,7 +856,9 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                         r.get("pods"),
                         r.get("first_bind_seconds"),
                         r.get("drain_seconds"),
+                        _sum(r.get("first_bind_seconds"), r.get("drain_seconds")),
                         r.get("pods_per_second"),
+                        r.get("steady_pods_per_second"),
                         r.get("cpu_ms_per_pod"),
                         r.get("cpu_ms_per_pod_with_start"),
                     ]

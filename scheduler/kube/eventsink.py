@@ -24,7 +24,8 @@ occurrence and ``["auth", token]`` when the credential changes (the scheduler's 
 refresh it: a rotated ServiceAccount token, an exec plugin's; checked every
 ``AUTH_RELAY_SECONDS``). The child imports neither ``kubernetes`` nor the scheduler's core
 (``scheduler.kube.transport`` and ``scheduler.kube.http1`` make its calls), so it costs
-a peak RSS of about 38 MiB in the benchmark.
+a peak RSS of about 38 MiB in the benchmark, also when 5000 pods are bound at once (its
+writer keeps what waits as occurrences, not as tasks: ``EventWriter.occurred``).
 
 Lifetimes: the child reads until end of file. ``EventProcess.stop`` closes its stdin; the
 child then waits up to the drain time for the writes under way and exits. A scheduler that

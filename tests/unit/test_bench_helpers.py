@@ -662,13 +662,15 @@ def test_the_report_lists_the_backlog_runs_start_up() -> None:
             cpu_ms_per_pod=1.8,
             first_bind_seconds=0.31,
             drain_seconds=3.12,
+            steady_pods_per_second=410.5,
             cpu_ms_per_pod_with_start=2.1,
         ),
         _backlog(H.PY, pods_per_second=480.0, cpu_ms_per_pod=0.9),  # an older record
     ]
     md = H.render_markdown({"meta": {}, "runs": runs})
-    assert "Backlog runs, before the drain" in md
-    assert "| large | kube-scheduler | 1000 | 0.31 | 3.12 | 320.00 | 1.80 | 2.10 |" in md
-    assert "| large | py-scheduler | 1000 | - | - | 480.00 | 0.90 | - |" in md
+    assert "Backlog runs: the pods were created" in md
+    row = "| large | kube-scheduler | 1000 | 0.31 | 3.12 | 3.43 | 320.00 | 410.50 | 1.80 | 2.10 |"
+    assert row in md
+    assert "| large | py-scheduler | 1000 | - | - | - | 480.00 | - | 0.90 | - |" in md
     # Without a backlog run there is no such table.
     assert "Backlog runs" not in H.render_markdown({"meta": {}, "runs": RUNS})

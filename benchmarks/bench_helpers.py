@@ -10,7 +10,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 KUBE = "kube-scheduler"
@@ -326,23 +326,37 @@ def _latency_note(key: str, *runs: Mapping[str, Any] | None) -> str:
     return f" (medians of {n} repeats)" if n > 1 else ""
 
 
-def pairs_at_or_below(
-    kube: Sequence[Mapping[str, Any]], py: Sequence[Mapping[str, Any]], key: str
+def pairs_meeting(
+    kube: Sequence[Mapping[str, Any]],
+    py: Sequence[Mapping[str, Any]],
+    value: Callable[[Mapping[str, Any] | None], float | None],
+    op: str,
 ) -> tuple[int, int] | None:
-    """For repeats (``--repeat``): in how many pairs py-scheduler's p99 (``key``) was at or
-    below kube-scheduler's, of the pairs where both completed. A pair is the i-th run of
-    each, in the order they ran (each repeat runs one of each, back to back). None with
-    fewer than two pairs: a single pair is the ratio itself."""
-    pairs = [(_p99(k, key), _p99(p, key)) for k, p in zip(kube, py, strict=False)]
+    """For repeats (``--repeat``): in how many pairs py-scheduler's ``value`` met kube-
+    scheduler's (``op``: ">=" at or above, "<=" at or below), of the pairs where both have
+    one. A pair is the i-th run of each, in the order they ran (each repeat runs one of
+    each, back to back). None with fewer than two pairs: a single pair is the ratio itself."""
+    pairs = [(value(k), value(p)) for k, p in zip(kube, py, strict=False)]
     both = [(k, p) for k, p in pairs if k is not None and p is not None]
     if len(both) < 2:
         return None
-    return sum(1 for k, p in both if p <= k), len(both)
+    return sum(1 for k, p in both if (p >= k if op == ">=" else p <= k)), len(both)
 
 
-def _pairs_note(pairs: tuple[int, int] | None) -> str:
-    """'; py's at or below in K of N pairs' for ``pairs_at_or_below``'s count, else ''."""
-    return "" if pairs is None else f"; py's at or below in {pairs[0]} of {pairs[1]} pairs"
+def pairs_at_or_below(
+    kube: Sequence[Mapping[str, Any]], py: Sequence[Mapping[str, Any]], key: str
+) -> tuple[int, int] | None:
+    """``pairs_meeting`` for the p99 ``key`` of completed runs (lower is better)."""
+    return pairs_meeting(kube, py, lambda run: _p99(run, key), "<=")
+
+
+def _pairs_note(pairs: tuple[int, int] | None, op: str = "<=") -> str:
+    """'; py's at or below in K of N pairs' (or 'at or above' for ">=") for a
+    ``pairs_meeting`` count, else ''."""
+    if pairs is None:
+        return ""
+    side = "above" if op == ">=" else "below"
+    return f"; py's at or {side} in {pairs[0]} of {pairs[1]} pairs"
 
 
 def _median(values: Sequence[float]) -> float:
@@ -413,6 +427,13 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     continue
                 what = "" if scenario == "throughput" else f" ({scenario})"
                 of = _repeats_note(tk, tp)
+
+                def paired(key: str, op: str, scenario: str = scenario) -> str:
+                    pairs = pairs_meeting(
+                        each(scenario, KUBE), each(scenario, PY), lambda run: _metric(run, key), op
+                    )
+                    return _pairs_note(pairs, op)
+
                 value = ratio(_metric(tp, "pods_per_second"), _metric(tk, "pods_per_second"), 6)
                 add(
                     f"throughput py/kube{what}",
@@ -422,7 +443,8 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     ">=",
                     1.0,
                     f"{_fmt(_metric(tp, 'pods_per_second'))} / "
-                    f"{_fmt(_metric(tk, 'pods_per_second'))} pods/s{of}",
+                    f"{_fmt(_metric(tk, 'pods_per_second'))} pods/s{of}"
+                    f"{paired('pods_per_second', '>=')}",
                 )
                 ck, cp = _metric(tk, "cpu_ms_per_pod"), _metric(tp, "cpu_ms_per_pod")
                 if ck is not None or cp is not None:
@@ -433,7 +455,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                         ratio(cp, ck, 6),
                         "<=",
                         1.0,
-                        f"{_fmt(cp)} / {_fmt(ck)} ms{of}",
+                        f"{_fmt(cp)} / {_fmt(ck)} ms{of}{paired('cpu_ms_per_pod', '<=')}",
                     )
                 for key, label in (
                     ("latency_client", "latency p99"),

@@ -59,6 +59,8 @@ times (who goes first alternates) and the ratios are judged on the medians of th
 p99s differ by when each run's rate limiter schedule started, tens of ms that the machine
 decides in the first pods (docs/benchmarks.md, rounds 17-21), so one pair is a coin toss;
 with repeats the p99 rows also count the pairs where py-scheduler's p99 was at or below.
+--unthrottled-repeat N does the same for the throughput scenario's equal and backlog pairs
+(one backlog pair at large moved kube-scheduler's drain from 240 to 154 pods/s).
 
 Output in --out (default benchmarks/results/latest): results.json (raw), results.md and PNG
 plots. `make bench` runs benchmarks/core_bench.py first and passes its JSON with --core-json
@@ -67,7 +69,7 @@ so that one report holds both.
 Usage:
     python benchmarks/cluster_bench.py [--size small|large|xl|both|all|LIST] [--out DIR]
         [--scenarios throughput,deployments,preemption] [--modes defaults,equal,backlog]
-        [--schedulers kube,py] [--repeat N] [--paced-repeat N]
+        [--schedulers kube,py] [--repeat N] [--paced-repeat N] [--unthrottled-repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
         [--scheduler-cpus CORES [--limit-main-only]]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
@@ -1895,7 +1897,9 @@ class Bench:
                     for scenario in scenarios:
                         if mode == "backlog" and scenario != "throughput":
                             continue  # a backlog is the throughput scenario's alone
-                        repeats = repeats_of(mode, args.repeat, args.paced_repeat)
+                        repeats = repeats_of(
+                            mode, args.repeat, args.paced_repeat, scenario, args.unthrottled_repeat
+                        )
                         for rep in range(repeats):
                             # Alternate which scheduler goes first, so neither always gets
                             # the warmer (or the noisier) slot.
@@ -2359,6 +2363,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="run each pair at the shipped defaults at least N times (their p99s are decided "
         "by when the rate limiter's schedule starts, which varies by tens of ms from run to run)",
     )
+    ap.add_argument(
+        "--unthrottled-repeat",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="run each throughput pair with the equal client or a backlog at least N times "
+        "(one pair's ratio moves by a third from run to run on 2 cores)",
+    )
     ap.add_argument("--preemption-rate", type=float, default=10.0, help="preemptors per second")
     ap.add_argument("--client-threads", type=int, default=4, help="threads creating objects")
     ap.add_argument(
@@ -2421,10 +2433,17 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def repeats_of(mode: str, repeat: int, paced_repeat: int) -> int:
-    """How many times a pair runs in ``mode``: ``--repeat``, and at the shipped defaults at
-    least ``--paced-repeat``."""
-    return max(repeat, paced_repeat) if mode == "defaults" else repeat
+def repeats_of(
+    mode: str, repeat: int, paced_repeat: int, scenario: str = "", unthrottled_repeat: int = 1
+) -> int:
+    """How many times a pair runs in ``mode``: ``--repeat``; at the shipped defaults at least
+    ``--paced-repeat``; the throughput scenario's unthrottled pairs (the equal client and the
+    backlog) at least ``--unthrottled-repeat``."""
+    if mode == "defaults":
+        return max(repeat, paced_repeat)
+    if scenario == "throughput":
+        return max(repeat, unthrottled_repeat)
+    return repeat
 
 
 def mode_names(text: str | Sequence[str]) -> tuple[str, ...]:

@@ -1,5 +1,6 @@
 """benchmarks/cluster_bench.py's runs: --repeat for every pair, --paced-repeat for the
-pairs at the shipped defaults only; the control plane's CPU each run reads. No cluster."""
+pairs at the shipped defaults only, --unthrottled-repeat for the throughput scenario's equal
+and backlog pairs only; the control plane's CPU each run reads. No cluster."""
 
 from __future__ import annotations
 
@@ -25,13 +26,32 @@ def test_paced_repeat_applies_to_the_defaults_only() -> None:
     assert B.parse_args([]).paced_repeat == 1
 
 
+def test_unthrottled_repeat_applies_to_the_throughput_scenarios_other_modes_only() -> None:
+    args = B.parse_args(["--unthrottled-repeat", "3"])
+    assert (args.repeat, args.paced_repeat, args.unthrottled_repeat) == (1, 1, 3)
+
+    def runs(mode: str, scenario: str) -> int:
+        return B.repeats_of(mode, args.repeat, args.paced_repeat, scenario, args.unthrottled_repeat)
+
+    assert runs("equal", "throughput") == 3
+    assert runs("backlog", "throughput") == 3
+    assert runs("defaults", "throughput") == 1
+    assert runs("equal", "deployments") == 1
+    assert runs("equal", "preemption") == 1
+    # --repeat stays a floor for every pair.
+    assert B.repeats_of("backlog", 5, 1, "throughput", 3) == 5
+    assert B.repeats_of("defaults", 2, 3, "throughput", 4) == 3
+    assert B.parse_args([]).unthrottled_repeat == 1
+
+
+@pytest.mark.parametrize("flag", ["--paced-repeat", "--unthrottled-repeat"])
 @pytest.mark.parametrize("bad", ["0", "-2", "two"])
-def test_a_paced_repeat_that_is_not_a_positive_count_is_refused(
-    bad: str, capsys: pytest.CaptureFixture[str]
+def test_a_repeat_that_is_not_a_positive_count_is_refused(
+    flag: str, bad: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit):
-        B.parse_args(["--paced-repeat", bad])
-    assert "--paced-repeat" in capsys.readouterr().err
+        B.parse_args([flag, bad])
+    assert flag in capsys.readouterr().err
 
 
 class _State:

@@ -225,6 +225,9 @@ class LiveScheduler:
             )
         first = {k: i for k, i in self.informers.items() if k != "pods"}
         tasks += [asyncio.create_task(i.run(), name=f"informer-{k}") for k, i in first.items()]
+        # `py-scheduler run` starts with the collector off (scheduler.cli); it is back on
+        # once the first listing is settled, or after a grace if the listing takes longer.
+        grace = asyncio.get_running_loop().call_later(STARTUP_GC_GRACE, gc.enable)
         try:
             await asyncio.gather(*(i.synced.wait() for i in first.values()))
             pods = self.informers["pods"]
@@ -232,8 +235,11 @@ class LiveScheduler:
             await pods.synced.wait()
             self.scheduler.mark_synced(**{k: len(i.store) for k, i in self.informers.items()})
             settle_heap()
+            grace.cancel()
             await self.scheduler.run()
         finally:
+            grace.cancel()
+            gc.enable()
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -289,14 +295,20 @@ class LiveScheduler:
         await self.event_client.close()
 
 
+# How long the collector may stay off while the first listing is in progress.
+STARTUP_GC_GRACE = 30.0
+
+
 def settle_heap() -> None:
     """Once the first listing is in, the heap holds the cluster's records (pods, nodes,
     their NodeInfos) for as long as they exist. Collect once, then move every live object
     to the collector's permanent generation (``gc.freeze``): later full collections scan
     only what was allocated since, instead of the whole cache on every pass. Records hold
-    no reference cycles, so reference counting still frees each one when it is dropped."""
+    no reference cycles, so reference counting still frees each one when it is dropped.
+    The collector is enabled here if it was off (``py-scheduler run`` starts with it off)."""
     gc.collect()
     gc.freeze()
+    gc.enable()
 
 
 async def list_cluster(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
@@ -947,13 +948,41 @@ def test_settle_heap_freezes_what_the_first_listing_left() -> None:
 
     rec = Record()
     gone = weakref.ref(rec)
+    gc.disable()  # as `py-scheduler run` starts: settle_heap turns the collector back on
     try:
         settle_heap()
+        assert gc.isenabled()
         assert gc.get_freeze_count() > 0
         del rec
         assert gone() is None
     finally:
+        gc.enable()
         gc.unfreeze()
+
+
+def test_run_starts_with_the_collector_off_and_turns_it_on_whatever_the_outcome(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`py-scheduler run` switches the collector off for the start-up (the imports, the
+    first listing); a run that ends, here at once on a bad configuration, switches it on."""
+    import gc
+
+    from scheduler import cli
+
+    seen: list[bool] = []
+    real = cli.load_config
+
+    def load(path: str | None) -> object:
+        seen.append(gc.isenabled())
+        return real(path)
+
+    monkeypatch.setattr(cli, "load_config", load)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: Nope\n")
+    assert gc.isenabled()
+    assert cli.main(["run", "--config", str(bad)]) == 2
+    assert seen == [False]
+    assert gc.isenabled()
 
 
 class _Prepare:

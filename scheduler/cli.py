@@ -12,7 +12,7 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from scheduler.config import ConfigError, load_config
+from scheduler.config import ConfigError, client_feature, load_config
 
 __all__ = ["console_main", "main"]
 
@@ -133,6 +133,7 @@ def _start(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config)
+        watch_list = client_feature("WatchListClient", os.environ)
     except ConfigError as e:
         print(f"py-scheduler: invalid configuration: {e}", file=sys.stderr)
         return 2
@@ -154,6 +155,7 @@ def _start(args: argparse.Namespace) -> int:
             kubeconfig=kubeconfig,
             leader_elect=leader_elect,
             event_process=not args.events_in_process,
+            watch_list=watch_list,
         )
     )
 

@@ -36,6 +36,7 @@ __all__ = [
     "NodeResourcesFitArgs",
     "SchedulerConfig",
     "SecureServing",
+    "client_feature",
     "load_config",
     "parse_config",
 ]
@@ -692,3 +693,25 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from e
     return parse_config(raw or {}, str(p))
+
+
+# client-go's feature gates that py-scheduler honours, with their v1.37 defaults.
+CLIENT_FEATURES = {"WatchListClient": True}
+_TRUE = ("1", "t", "T", "TRUE", "true", "True")
+_FALSE = ("0", "f", "F", "FALSE", "false", "False")
+
+
+def client_feature(name: str, environ: Mapping[str, str]) -> bool:
+    """A client-go feature gate, set as client-go reads it: ``KUBE_FEATURE_<name>`` in the
+    environment (kube-scheduler honours the same variables), else its default. Raises
+    ConfigError naming the variable for a value that is not a boolean (client-go logs and
+    ignores one; a scheduler that silently runs otherwise than asked is worse)."""
+    var = f"KUBE_FEATURE_{name}"
+    value = environ.get(var)
+    if value is None:
+        return CLIENT_FEATURES[name]
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"environment variable {var}: {value!r} is not a boolean (true or false)")

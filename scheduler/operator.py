@@ -261,9 +261,12 @@ async def run(
     kubeconfig: str | None,
     leader_elect: bool,
     event_process: bool = True,
+    watch_list: bool = True,
 ) -> int:
     """``py-scheduler run``: build the live scheduler and run it; the process exit code.
-    ``event_process``: Events are written by a child process (``scheduler.kube.eventsink``)."""
+    ``event_process``: Events are written by a child process (``scheduler.kube.eventsink``).
+    ``watch_list``: the informers start with streaming watch lists (client-go's
+    WatchListClient), else with paged LISTs."""
     import socket
     import sys
     import uuid
@@ -277,7 +280,9 @@ async def run(
     # The lock's own client: renewals never wait behind Bindings (kube-scheduler does the same).
     lease_client = client.derive(qps=config.qps, burst=config.burst, pool_size=2)
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
-    live = LiveScheduler(config, client, identity=identity, event_process=event_process)
+    live = LiveScheduler(
+        config, client, identity=identity, event_process=event_process, watch_list=watch_list
+    )
     try:
         return await run_operator(
             live, lease_client, config, kubeconfig=kubeconfig, leader_elect=leader_elect

@@ -1,40 +1,52 @@
 """Informers: client-go's list-watch semantics for every kind the scheduler reads.
 
-What it owns: for one resource, a reflector (LIST, then WATCH from the list's
+What it owns: for one resource, a reflector (the initial state, then WATCH from its
 resourceVersion with bookmarks, re-watching from the last seen version when a stream ends or
-breaks, and re-listing only when the version expired: 410 Gone) and a store (key -> decoded
-record plus its uid and resourceVersion). What it does not own: what the records mean. The
-store hands typed deltas to one handler (``scheduler.eventhandlers``), which routes them to
-the cache and the queue; handlers never see the wire format.
+breaks, and fetching the whole state again only when the version expired: 410 Gone) and a
+store (key -> decoded record plus its uid and resourceVersion). What it does not own: what
+the records mean. The store hands typed deltas to one handler (``scheduler.eventhandlers``),
+which routes them to the cache and the queue; handlers never see the wire format.
+
+The initial state comes as client-go's reflector gets it in v1.37 (its WatchListClient
+feature, on by default since 1.35): a streaming watch list, ``WATCH ?sendInitialEvents=true
+&resourceVersionMatch=NotOlderThan``, served from the API server's watch cache: an ADDED event
+per object, then a BOOKMARK annotated ``k8s.io/initial-events-end`` carrying the version the
+state is consistent at; the same stream then goes on as an ordinary watch. With
+``watch_list=False``, or when the API server refuses it (its WatchList feature off: 422), it
+is a paged, consistent LIST instead (``resourceVersion`` unset, 500 per page), then a WATCH.
 
 Data flow (as client-go's Reflector -> DeltaFIFO -> Indexer -> handler, without the FIFO:
 everything runs on one event loop, so a delta is handled before the next line is read)::
 
-      LIST (paged, consistent)          WATCH ?resourceVersion=R&allowWatchBookmarks
-             |                                   |  ADDED / MODIFIED / DELETED / BOOKMARK
-             v                                   v
-      Store.listing(): page by page,     Store.apply(type, object)
-        then commit():                     - never goes back: an object older than the
-        - Added for new keys                 stored one (resourceVersion) is dropped
-        - Updated(old, new) for changed    - uid change = Deleted(old) + Added(new)
+      WATCH ?sendInitialEvents (ADDED...,     WATCH ?resourceVersion=R&allowWatchBookmarks
+        BOOKMARK initial-events-end)                 |  ADDED / MODIFIED / DELETED / BOOKMARK
+        or LIST (paged, consistent)                  |
+             |                                       v
+             v                                Store.apply(type, object)
+      Store.listing(): object by object,        - never goes back: an object older than
+        then commit():                            the stored one (resourceVersion) is
+        - Added for new keys                      dropped
+        - Updated(old, new) for changed         - uid change = Deleted(old) + Added(new)
         - Deleted for keys that vanished
           while we were not watching
-             \\_____________ typed deltas ______________/
-                               v
-                         handler(delta)
+             \\_______________ typed deltas ________________/
+                                 v
+                           handler(delta)
 
 Failure handling follows client-go's reflector: a stream that ends (server timeout) is
 re-opened from the last resourceVersion (bookmarks keep it fresh); a refused or broken
-connection is retried with backoff from the same version, without a relist (the API server
-is most likely restarting and the watch cache will serve the version again); "410 Gone" or
-an expired version relists and replaces the store, so every deletion made during the gap is
-delivered as a Deleted delta. There is no periodic resync: correctness never depends on one.
+connection is retried with backoff from the same version, without fetching the state again
+(the API server is most likely restarting and the watch cache will serve the version
+again); "410 Gone" or an expired version fetches the whole state again (a watch list from
+the most recent version, or a LIST) and replaces the store, so every deletion made during
+the gap is delivered as a Deleted delta. An initial stream that breaks before its end
+bookmark is started over. There is no periodic resync: correctness never depends on one.
 
 Decoding happens here, once per object version (``decode``); a record that cannot be decoded
 is reported through ``on_error`` and the previous good version stays in the store. A listing
-decodes each page's objects as the page arrives and lets their raw form go, so it holds one
-page of raw objects, not the whole collection; the store itself changes only when the
-listing is complete (a listing abandoned half way changes nothing).
+decodes each object as it arrives (a LIST: page by page) and lets its raw form go, so it
+holds one page of raw objects at most, not the whole collection; the store itself changes
+only when the listing is complete (a listing abandoned half way changes nothing).
 """
 
 from __future__ import annotations
@@ -202,11 +214,13 @@ class Store(Generic[T]):
         return [Updated(old.obj, obj)]
 
     def listing(self) -> Listing[T]:
-        """A listing to fill page by page and commit once complete (client-go's Replace).
+        """A listing to fill object by object and commit once complete (client-go's
+        Replace), from a LIST's pages or a watch list's initial events.
 
-        Each object is decoded as its page arrives, so a listing holds one page of raw
-        objects at a time, not all of them: the store changes only at ``commit``, and no
-        other change may come in between (the informer does not watch while it lists)."""
+        Each object is decoded as it arrives, so a listing holds one page of raw objects
+        at most, not all of them: the store changes only at ``commit``, and no other change
+        may come in between (until a watch list's end bookmark its stream feeds only the
+        listing)."""
         return Listing(self)
 
     def _commit(self, staged: Iterable[_Staged[T]], seen: set[str]) -> list[Delta[T]]:
@@ -268,6 +282,13 @@ class Listing(Generic[T]):
             obj, error = None, (raw, e.with_traceback(None))
         self._staged[key] = _Staged(key, uid, rv, obj, error)
 
+    def discard(self, raw: Raw) -> None:
+        """The object is gone after all (a DELETED event before a watch list's end): the
+        listing forgets it, so that commit reports it deleted if the store held it."""
+        key = object_key(raw, self._store.namespaced)
+        self._seen.discard(key)
+        self._staged.pop(key, None)
+
     def commit(self) -> list[Delta[T]]:
         """Apply the listing to the store: the deltas to hand on, in listing order, then a
         Deleted (final state unknown) for every key the listing lacks."""
@@ -299,11 +320,25 @@ class _Relist(Exception):
     """The watch cannot resume from our resourceVersion (410 Gone / expired)."""
 
 
+class _WatchListRefused(Exception):
+    """The API server refused a watch list (``sendInitialEvents``): its WatchList feature
+    is off, or it predates it."""
+
+
+# The annotation on the bookmark that ends a watch list's initial events.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+# Refusals of a watch list's parameters, after which the informer lists instead.
+_WATCH_LIST_REFUSALS = (400, 422)
+
+
 class Informer(Generic[T]):
     """One resource's reflector + store; ``run()`` until cancelled.
 
     ``handler`` gets every delta, in order, on the event loop; an exception in it is logged
     and does not stop the informer. ``synced`` is set after the first listing was handed on.
+    ``watch_list``: the initial state (and the state after 410 Gone) by a streaming watch
+    list, as client-go's default; otherwise by a paged LIST. A server that refuses the watch
+    list turns it off for this informer.
     """
 
     def __init__(
@@ -319,8 +354,10 @@ class Informer(Generic[T]):
         page_size: int = 500,
         min_watch_timeout: float = 300.0,
         backoff: tuple[float, float] = (0.5, 8.0),
+        watch_list: bool = True,
     ) -> None:
         self.lw = lw
+        self.watch_list = watch_list
         self.resource = resource
         self.handler = handler
         self.loads = loads
@@ -333,17 +370,27 @@ class Informer(Generic[T]):
         self.synced = asyncio.Event()
         self.resource_version = ""
         self.relists = 0  # listings after the first (for tests and logs)
+        # The watch list in progress: its objects until the initial-events-end bookmark.
+        self._initial: Listing[T] | None = None
 
     # ------------------------------------------------------------------ public
     async def run(self) -> None:
         delay = self.backoff_initial
         while True:
             try:
-                await self._list()
+                # With a watch list, the first stream of _watch_until_expired asks for the
+                # initial events; else a LIST first.
+                self._initial = self.store.listing() if self.watch_list else None
+                if self._initial is None:
+                    await self._list()
                 delay = self.backoff_initial
                 await self._watch_until_expired()
             except _Relist:
                 log.info("watch_expired_relisting", kind=self.resource.kind)
+                continue
+            except _WatchListRefused as e:
+                log.info("watch_list_refused_listing", kind=self.resource.kind, error=str(e))
+                self.watch_list = False
                 continue
             except ApiError as e:
                 log.warning("list_failed", kind=self.resource.kind, error=str(e), retry_in=delay)
@@ -383,6 +430,10 @@ class Informer(Generic[T]):
             del page, meta  # let the page's raw objects go before the next one arrives
             if not cont:
                 break
+        self._commit(listing, rv)
+
+    def _commit(self, listing: Listing[T], rv: str) -> None:
+        """A complete listing at version ``rv``: replace the store, hand on the deltas."""
         if self.synced.is_set():
             self.relists += 1
         self.resource_version = rv
@@ -394,36 +445,56 @@ class Informer(Generic[T]):
     # ------------------------------------------------------------------ watch
     async def _watch_until_expired(self) -> None:
         """Watch from the current resourceVersion, over and over; returns never, raises
-        _Relist when the version expired and ApiError for anything a relist should fix."""
+        _Relist when the version expired and ApiError for anything a relist should fix.
+        While a watch list is in progress (``_initial``) each stream asks for the initial
+        events from the most recent version, and one that ends or breaks before their end
+        bookmark is started over with an empty listing."""
         delay = self.backoff_initial
         while True:
             timeout = int(self.min_watch_timeout * (1 + random.random()))
-            q = {
-                "watch": "1",
-                "resourceVersion": self.resource_version,
-                "allowWatchBookmarks": "true",
-                "timeoutSeconds": timeout,
-            }
+            q: dict[str, Any] = {"watch": "1"}
+            if self._initial is not None:
+                # client-go's watch list from the most recent version (KEP-3157 case 1).
+                q["sendInitialEvents"] = "true"
+                q["resourceVersionMatch"] = "NotOlderThan"
+            else:
+                q["resourceVersion"] = self.resource_version
+            q["allowWatchBookmarks"] = "true"
+            q["timeoutSeconds"] = timeout
             try:
                 async for line in self.lw.stream(
                     self.resource.path, query=q, read_timeout=timeout + 60
                 ):
                     self._on_line(line)
                     delay = self.backoff_initial
+                if self._initial is not None:
+                    raise Unreachable(
+                        f"watch {self.resource.path}: the stream ended before its initial events"
+                    )
             except Unreachable as e:
                 # The API server is most likely restarting: resume from the same version.
                 log.info("watch_broken", kind=self.resource.kind, error=str(e), retry_in=delay)
+                self._restart_initial()
                 await asyncio.sleep(delay * (1 + random.random() * 0.2))
                 delay = min(delay * 2, self.backoff_max)
             except ApiError as e:
                 if e.status == 410:
                     raise _Relist from e
+                if self._initial is not None and e.status in _WATCH_LIST_REFUSALS:
+                    raise _WatchListRefused(str(e)) from e
                 if e.status in (429, 500, 503, 504):
                     log.info("watch_refused", kind=self.resource.kind, error=str(e))
+                    self._restart_initial()
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                     continue
                 raise
+
+    def _restart_initial(self) -> None:
+        """A watch list that broke off: the next stream starts it over, from nothing (what
+        the broken one had staged changed nothing and was reported to no one)."""
+        if self._initial is not None:
+            self._initial = self.store.listing()
 
     def _on_line(self, line: bytes) -> None:
         try:
@@ -438,11 +509,31 @@ class Informer(Generic[T]):
             if code == 410:
                 raise _Relist(message)
             raise ApiError(f"watch {self.resource.path}: {message}", status=code)
-        rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        meta = obj.get("metadata") or {}
+        if self._initial is not None:
+            self._on_initial_event(etype, obj, meta)
+            return
+        rv = str(meta.get("resourceVersion") or "")
         if etype != "BOOKMARK":
             self._deliver(self.store.apply(etype, obj))
         if rv:
             self.resource_version = rv
+
+    def _on_initial_event(self, etype: str, obj: Raw, meta: Raw) -> None:
+        """An event of a watch list before its end: into the listing; the end bookmark
+        commits it at the bookmark's version, and the stream goes on as a watch."""
+        listing = self._initial
+        assert listing is not None
+        if etype == "BOOKMARK":
+            annotations = meta.get("annotations") or {}
+            if annotations.get(INITIAL_EVENTS_END) == "true":
+                self._initial = None
+                self._commit(listing, str(meta.get("resourceVersion") or ""))
+            # Any other bookmark: the state is not complete yet; its version is not ours.
+        elif etype == "DELETED":
+            listing.discard(obj)
+        else:  # ADDED (MODIFIED too, should a server send one before the end)
+            listing.add(obj)
 
     def _deliver(self, deltas: list[Delta[T]]) -> None:
         for d in deltas:

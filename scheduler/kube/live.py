@@ -10,7 +10,9 @@ budget) when ``event_process`` is set, else by an ``EventWriter`` in this proces
 Start-up order: namespaces, PriorityClasses, nodes and PDBs are listed first (pods need the
 classes to resolve their priority), then pods; when every informer has handed on its first
 listing the scheduler is marked synced and may start cycles (kube-scheduler's
-WaitForCacheSync). After that each informer keeps its store current on its own.
+WaitForCacheSync). After that each informer keeps its store current on its own. A listing
+is a streaming watch list, as client-go's in v1.37, unless ``watch_list`` is off
+(``KUBE_FEATURE_WatchListClient=false``, read by the CLI) or the API server refuses one.
 """
 
 from __future__ import annotations
@@ -75,8 +77,10 @@ class LiveScheduler:
         clock: Clock | None = None,
         event_process: bool = False,
         drain_seconds: float = 10.0,
+        watch_list: bool = True,
     ) -> None:
         self.config = config
+        self.watch_list = watch_list
         self.client = client
         self.drain_seconds = drain_seconds
         # Events have a budget of their own (kube-scheduler's event client).
@@ -186,6 +190,7 @@ class LiveScheduler:
             on_error=on_error or self.handlers.rejected(res.kind),
             decode_errors=DECODE_ERRORS,
             loads=loads_without_managed_fields,
+            watch_list=self.watch_list,
         )
 
     # ------------------------------------------------------------------ plumbing
@@ -233,6 +238,12 @@ class LiveScheduler:
             pods = self.informers["pods"]
             tasks.append(asyncio.create_task(pods.run(), name="informer-pods"))
             await pods.synced.wait()
+            by_stream = sorted(k for k, i in self.informers.items() if i.watch_list)
+            log.info(
+                "initial_state_listed",
+                watch_list=by_stream,
+                list=sorted(k for k in self.informers if k not in by_stream),
+            )
             self.scheduler.mark_synced(**{k: len(i.store) for k, i in self.informers.items()})
             settle_heap()
             grace.cancel()

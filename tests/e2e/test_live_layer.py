@@ -158,19 +158,32 @@ def proxied(cluster: Cluster, scheduler_workdir: Path) -> Iterator[CuttableProxy
     proxy.close()
 
 
+@pytest.mark.parametrize(
+    "watch_list",
+    [
+        pytest.param("true", id="watch list (client-go's default)"),
+        pytest.param("false", id="paged LIST (KUBE_FEATURE_WatchListClient=false)"),
+    ],
+)
 def test_a_watch_gap_ending_in_410_relists_and_delivers_what_changed(
-    kit: Kit, proxied: CuttableProxy, scheduler_workdir: Path
+    kit: Kit, proxied: CuttableProxy, scheduler_workdir: Path, watch_list: str
 ) -> None:
     """The scheduler is cut off; both pods on the only node are deleted and two new pods
     created; etcd is compacted and the API server restarted, so resuming the watches gets
     410 Gone. The relist must replace the cache: the new pods fit and are bound within
-    30 s of reconnecting, and no deleted pod stays in the cache as a ghost."""
+    30 s of reconnecting, and no deleted pod stays in the cache as a ghost. Both ways of
+    getting the state: a streaming watch list, and a paged LIST."""
     local = _local(kit)
     name = f"gap-{kit.ns}"
     kubeconfig = proxied.kubeconfig(
         kit.cluster.kubeconfig, scheduler_workdir / f"{name}.kubeconfig"
     )
-    sched = SchedulerProcess(kubeconfig, scheduler_workdir, name=name).start()
+    sched = SchedulerProcess(
+        kubeconfig,
+        scheduler_workdir,
+        name=name,
+        extra_env={"KUBE_FEATURE_WatchListClient": watch_list},
+    ).start()
     try:
         (node,) = kit.nodes(1, cpu="2")
         for i in range(2):
@@ -191,6 +204,9 @@ def test_a_watch_gap_ending_in_410_relists_and_delivers_what_changed(
             assert kit.wait_bound(f"new-{i}", timeout=30) == node
         relisted = {e.get("kind") for e in sched.log_events("watch_expired_relisting")}
         assert "Pod" in relisted, sched.tail(60)
+        (listed,) = sched.log_events("initial_state_listed")
+        how = "watch_list" if watch_list == "true" else "list"
+        assert "pods" in listed[how] and "nodes" in listed[how], listed
         dump = _dump(sched)
         ours = sorted(k for k in dump["nodes"][node])
         assert ours == [f"{kit.ns}/new-0", f"{kit.ns}/new-1"], dump["nodes"][node]

@@ -21,6 +21,7 @@ from scheduler.config import (
     NodeResourcesFitArgs,
     SchedulerConfig,
     SecureServing,
+    client_feature,
     load_config,
     parse_config,
 )
@@ -479,3 +480,30 @@ def test_all_plugins_lists_each_plugin_once() -> None:
         | set(POST_FILTER_PLUGINS)
         | set(PRE_ENQUEUE_PLUGINS)
     )
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, True), ("false", False), ("0", False), ("F", False), ("true", True), ("1", True)],
+)
+def test_client_feature_gates_read_the_environment_as_client_go(
+    value: str | None, expected: bool
+) -> None:
+    env = {} if value is None else {"KUBE_FEATURE_WatchListClient": value}
+    assert client_feature("WatchListClient", env) is expected
+
+
+def test_a_client_feature_gate_that_is_not_a_boolean_names_the_variable() -> None:
+    with pytest.raises(ConfigError, match=r"KUBE_FEATURE_WatchListClient: 'off' is not a boolean"):
+        client_feature("WatchListClient", {"KUBE_FEATURE_WatchListClient": "off"})
+
+
+def test_run_refuses_a_client_feature_gate_that_is_not_a_boolean(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from scheduler import cli
+
+    monkeypatch.setenv("KUBE_FEATURE_WatchListClient", "yes please")
+    assert cli.main(["run"]) == 2
+    err = capsys.readouterr().err
+    assert "KUBE_FEATURE_WatchListClient: 'yes please' is not a boolean" in err

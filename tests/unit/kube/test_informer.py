@@ -15,7 +15,7 @@ import pytest
 
 from scheduler.deltas import Added, Deleted, Delta, Updated
 from scheduler.kube.errors import Unreachable, error_for_status
-from scheduler.kube.informer import Informer, Resource, Store
+from scheduler.kube.informer import INITIAL_EVENTS_END, Informer, Resource, Store
 from tests.unit.kube.fakekube import FakeKube
 
 PODS = Resource("Pod", "/api/v1/pods", namespaced=True)
@@ -206,7 +206,7 @@ def test_a_listing_that_names_an_object_twice_keeps_the_later_one() -> None:
 class Run:
     """An informer over FakeKube, with its deltas recorded."""
 
-    def __init__(self, api: FakeKube, *, page_size: int = 500) -> None:
+    def __init__(self, api: FakeKube, *, page_size: int = 500, watch_list: bool = False) -> None:
         self.api = api
         self.deltas: list[Delta[tuple[str, int]]] = []
         self.informer: Informer[tuple[str, int]] = Informer(
@@ -218,6 +218,7 @@ class Run:
             loads=json.loads,
             page_size=page_size,
             backoff=(0.0, 0.0),
+            watch_list=watch_list,
         )
         self.task: asyncio.Task[None] | None = None
 
@@ -366,6 +367,7 @@ def test_a_failing_handler_does_not_stop_the_informer() -> None:
             on_error=lambda r, e: None,
             loads=json.loads,
             backoff=(0.0, 0.0),
+            watch_list=False,
         )
         task = asyncio.create_task(inf.run())
         await asyncio.wait_for(inf.synced.wait(), 5)
@@ -416,6 +418,7 @@ def test_a_listing_abandoned_half_way_changes_nothing_and_reports_nothing_twice(
             loads=json.loads,
             page_size=2,
             backoff=(0.0, 0.0),
+            watch_list=False,
         )
         original = api.request
         failed: list[str] = []
@@ -438,5 +441,152 @@ def test_a_listing_abandoned_half_way_changes_nothing_and_reports_nothing_twice(
         assert deltas == [Added(("a", 0)), Added(("b", 0))]
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(go())
+
+
+# ---------------------------------------------------------------------------- watch lists
+
+
+def end_of_initial_events(rv: str) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": rv, "annotations": {INITIAL_EVENTS_END: "true"}}}
+
+
+async def turns(n: int = 50) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+def test_a_watch_list_streams_the_state_until_its_end_bookmark_then_goes_on_as_a_watch() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        deltas: list[Delta[tuple[str, int]]] = []
+        inf: Informer[tuple[str, int]] = Informer(
+            api,
+            PODS,
+            decode=decode,
+            handler=deltas.append,
+            on_error=lambda raw, e: None,
+            loads=json.loads,
+            backoff=(0.0, 0.0),
+        )
+        assert inf.watch_list  # client-go's default in v1.37
+        task = asyncio.create_task(inf.run())
+        api.push(PODS.path, "ADDED", obj("a", "90"))
+        api.push(PODS.path, "ADDED", obj("b", "95"))
+        # A bookmark without the annotation: the state is not complete yet.
+        api.push(PODS.path, "BOOKMARK", {"metadata": {"resourceVersion": "99"}})
+        await turns()
+        assert not inf.synced.is_set() and len(inf.store) == 0 and deltas == []
+        assert inf.resource_version == ""
+        api.push(PODS.path, "BOOKMARK", end_of_initial_events("120"))
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert deltas == [Added(("a", 0)), Added(("b", 0))]
+        assert inf.resource_version == "120" and api.list_queries == []
+        (q,) = api.watch_queries
+        assert q["sendInitialEvents"] == "true" and q["resourceVersionMatch"] == "NotOlderThan"
+        assert q["allowWatchBookmarks"] == "true" and "resourceVersion" not in q
+        # The same stream goes on as an ordinary watch.
+        api.push(PODS.path, "MODIFIED", obj("a", "121", value=1))
+        api.push(PODS.path, "DELETED", obj("b", "122"))
+        await turns()
+        assert deltas[2:] == [Updated(("a", 0), ("a", 1)), Deleted(("b", 0))]
+        assert inf.resource_version == "122" and len(api.watch_queries) == 1
+        # The server ends it (its timeout): an ordinary watch resumes from the last version.
+        api.end_stream(PODS.path)
+        await turns()
+        assert len(api.watch_queries) == 2
+        assert api.watch_queries[1]["resourceVersion"] == "122"
+        assert "sendInitialEvents" not in api.watch_queries[1] and inf.relists == 0
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        pytest.param("broken", id="the connection breaks"),
+        pytest.param("ended", id="the server ends the stream"),
+    ],
+)
+def test_a_watch_list_cut_before_its_end_starts_over_and_reports_nothing_twice(how: str) -> None:
+    async def go() -> None:
+        api = FakeKube()
+        errors: list[str] = []
+        deltas: list[Delta[tuple[str, int]]] = []
+        inf: Informer[tuple[str, int]] = Informer(
+            api,
+            PODS,
+            decode=decode,
+            handler=deltas.append,
+            on_error=lambda raw, e: errors.append(str(e)),
+            loads=json.loads,
+            backoff=(0.0, 0.0),
+        )
+        task = asyncio.create_task(inf.run())
+        api.push(PODS.path, "ADDED", obj("a", "90"))
+        api.push(PODS.path, "ADDED", obj("bad", "91", value=-1))
+        api.end_stream(PODS.path, Unreachable("connection reset") if how == "broken" else None)
+        await turns()
+        assert not inf.synced.is_set() and deltas == [] and errors == []
+        assert len(api.watch_queries) == 2  # started over at once...
+        assert all(q["sendInitialEvents"] == "true" for q in api.watch_queries)
+        for raw in (obj("a", "90"), obj("bad", "91", value=-1), obj("c", "97")):
+            api.push(PODS.path, "ADDED", raw)  # ...from nothing
+        api.push(PODS.path, "BOOKMARK", end_of_initial_events("100"))
+        await asyncio.wait_for(inf.synced.wait(), 5)
+        assert deltas == [Added(("a", 0)), Added(("c", 0))]
+        assert errors == ["pod bad: value: must not be -1"]  # once, from the whole state
+        assert inf.relists == 0 and inf.resource_version == "100"
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(go())
+
+
+def test_after_410_a_watch_list_replaces_the_store_with_the_deletions_of_the_gap() -> None:
+    async def go() -> None:
+        api = FakeKube()
+        api.push(PODS.path, "ADDED", obj("a", "90"))
+        api.push(PODS.path, "ADDED", obj("b", "91"))
+        api.push(PODS.path, "BOOKMARK", end_of_initial_events("100"))
+        async with Run(api, watch_list=True) as r:
+            api.push(PODS.path, "ERROR", {"kind": "Status", "code": 410, "message": "too old"})
+            # The state again, from the most recent version. A DELETED before the end (a
+            # server may send one) takes the object out of the state being built.
+            api.push(PODS.path, "ADDED", obj("b", "91"))
+            api.push(PODS.path, "ADDED", obj("c", "250"))
+            api.push(PODS.path, "ADDED", obj("d", "260"))
+            api.push(PODS.path, "DELETED", obj("d", "270"))
+            api.push(PODS.path, "BOOKMARK", end_of_initial_events("300"))
+            await r.until(lambda: r.informer.relists == 1)
+            assert r.deltas[2:] == [Added(("c", 0)), Deleted(("a", 0), final_state_unknown=True)]
+            assert sorted(r.informer.store.keys()) == ["default/b", "default/c"]
+            assert r.informer.resource_version == "300"
+            assert [q.get("sendInitialEvents") for q in api.watch_queries] == ["true", "true"]
+            assert api.list_queries == []
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize("status", [422, 400])
+def test_a_refused_watch_list_falls_back_to_a_paged_list_for_good(status: int) -> None:
+    async def go() -> None:
+        api = FakeKube()
+        # What an API server with its WatchList feature off answers sendInitialEvents.
+        api.fail("WATCH", PODS.path, status)
+        api.lists[PODS.path] = [listing("100", obj("a", "90")), listing("200", obj("b", "150"))]
+        async with Run(api, watch_list=True) as r:
+            assert r.deltas == [Added(("a", 0))] and not r.informer.watch_list
+            await r.until(lambda: len(api.watch_queries) == 2)
+            assert api.watch_queries[0]["sendInitialEvents"] == "true"
+            assert api.watch_queries[1]["resourceVersion"] == "100"
+            # A later 410 lists again; it does not try the watch list again.
+            api.push(PODS.path, "ERROR", {"kind": "Status", "code": 410, "message": "too old"})
+            await r.until(lambda: r.informer.relists == 1)
+            assert len(api.list_queries) == 2
+            assert all("sendInitialEvents" not in q for q in api.watch_queries[1:])
 
     asyncio.run(go())

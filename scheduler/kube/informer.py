@@ -322,7 +322,8 @@ class _Relist(Exception):
 
 class _WatchListRefused(Exception):
     """The API server refused a watch list (``sendInitialEvents``): its WatchList feature
-    is off, or it predates it."""
+    is off. (One older than 1.27, outside kube-scheduler's version skew, would ignore the
+    parameter and never send the end bookmark: the informer would not sync.)"""
 
 
 # The annotation on the bookmark that ends a watch list's initial events.

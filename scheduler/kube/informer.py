@@ -474,7 +474,8 @@ class Informer(Generic[T]):
                     )
             except Unreachable as e:
                 # The API server is most likely restarting: resume from the same version.
-                log.info("watch_broken", kind=self.resource.kind, error=str(e), retry_in=delay)
+                # Without the state yet (a watch list), it is the listing that failed.
+                self._log_broken(e, delay)
                 self._restart_initial()
                 await asyncio.sleep(delay * (1 + random.random() * 0.2))
                 delay = min(delay * 2, self.backoff_max)
@@ -484,12 +485,23 @@ class Informer(Generic[T]):
                 if self._initial is not None and e.status in _WATCH_LIST_REFUSALS:
                     raise _WatchListRefused(str(e)) from e
                 if e.status in (429, 500, 503, 504):
-                    log.info("watch_refused", kind=self.resource.kind, error=str(e))
+                    self._log_broken(e, delay)
                     self._restart_initial()
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                     continue
                 raise
+
+    def _log_broken(self, e: ApiError, delay: float) -> None:
+        """A stream broken or refused: ``list_failed`` (a warning, as a failed LIST) while a
+        watch list is getting the state, else ``watch_broken`` / ``watch_refused``."""
+        kind = self.resource.kind
+        if self._initial is not None:
+            log.warning("list_failed", kind=kind, error=str(e), retry_in=delay, watch_list=True)
+        elif isinstance(e, Unreachable):
+            log.info("watch_broken", kind=kind, error=str(e), retry_in=delay)
+        else:
+            log.info("watch_refused", kind=kind, error=str(e))
 
     def _restart_initial(self) -> None:
         """A watch list that broke off: the next stream starts it over, from nothing (what

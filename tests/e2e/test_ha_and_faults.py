@@ -267,7 +267,8 @@ def test_unreachable_api_server_at_start_up_is_a_clear_error_and_retried(
     try:
 
         def retried() -> bool:
-            return len(proc.log_events("list_failed")) >= 2  # an informer's LIST, retried
+            # An informer's listing (a watch list, or a LIST), retried.
+            return len(proc.log_events("list_failed")) >= 2
 
         wait_for(retried, 30, "start-up sync to be retried")
         assert proc.alive

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from scheduler.deltas import Added, Deleted, Delta, Updated
 from scheduler.kube.errors import Unreachable, error_for_status
@@ -529,7 +530,10 @@ def test_a_watch_list_cut_before_its_end_starts_over_and_reports_nothing_twice(h
         api.push(PODS.path, "ADDED", obj("a", "90"))
         api.push(PODS.path, "ADDED", obj("bad", "91", value=-1))
         api.end_stream(PODS.path, Unreachable("connection reset") if how == "broken" else None)
-        await turns()
+        with capture_logs() as logs:
+            await turns()
+        # A warning, as a failed LIST: the state could not be got.
+        assert [(e["event"], e["log_level"]) for e in logs] == [("list_failed", "warning")]
         assert not inf.synced.is_set() and deltas == [] and errors == []
         assert len(api.watch_queries) == 2  # started over at once...
         assert all(q["sendInitialEvents"] == "true" for q in api.watch_queries)

@@ -205,17 +205,19 @@ def test_a_listing_that_names_an_object_twice_keeps_the_later_one() -> None:
 
 
 class Run:
-    """An informer over FakeKube, with its deltas recorded."""
+    """An informer over FakeKube, with its deltas and decoding errors recorded. ``async
+    with`` runs it until its first listing is handed on; ``start``/``stop`` without that."""
 
     def __init__(self, api: FakeKube, *, page_size: int = 500, watch_list: bool = False) -> None:
         self.api = api
         self.deltas: list[Delta[tuple[str, int]]] = []
+        self.errors: list[str] = []
         self.informer: Informer[tuple[str, int]] = Informer(
             api,
             PODS,
             decode=decode,
             handler=self.deltas.append,
-            on_error=lambda raw, e: None,
+            on_error=lambda raw, e: self.errors.append(str(e)),
             loads=json.loads,
             page_size=page_size,
             backoff=(0.0, 0.0),
@@ -223,15 +225,21 @@ class Run:
         )
         self.task: asyncio.Task[None] | None = None
 
-    async def __aenter__(self) -> Run:
+    def start(self) -> None:
         self.task = asyncio.create_task(self.informer.run())
+
+    async def stop(self) -> None:
+        assert self.task is not None
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+    async def __aenter__(self) -> Run:
+        self.start()
         await asyncio.wait_for(self.informer.synced.wait(), 5)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        assert self.task is not None
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
+        await self.stop()
 
     async def until(self, cond: Any) -> None:
         for _ in range(1000):
@@ -461,18 +469,13 @@ async def turns(n: int = 50) -> None:
 def test_a_watch_list_streams_the_state_until_its_end_bookmark_then_goes_on_as_a_watch() -> None:
     async def go() -> None:
         api = FakeKube()
-        deltas: list[Delta[tuple[str, int]]] = []
-        inf: Informer[tuple[str, int]] = Informer(
-            api,
-            PODS,
-            decode=decode,
-            handler=deltas.append,
-            on_error=lambda raw, e: None,
-            loads=json.loads,
-            backoff=(0.0, 0.0),
+        default: Informer[Any] = Informer(
+            api, PODS, decode=decode, handler=print, on_error=print, loads=json.loads
         )
-        assert inf.watch_list  # client-go's default in v1.37
-        task = asyncio.create_task(inf.run())
+        assert default.watch_list  # client-go's default in v1.37
+        r = Run(api, watch_list=True)
+        inf, deltas = r.informer, r.deltas
+        r.start()
         api.push(PODS.path, "ADDED", obj("a", "90"))
         api.push(PODS.path, "ADDED", obj("b", "95"))
         # A bookmark without the annotation: the state is not complete yet.
@@ -499,8 +502,7 @@ def test_a_watch_list_streams_the_state_until_its_end_bookmark_then_goes_on_as_a
         assert len(api.watch_queries) == 2
         assert api.watch_queries[1]["resourceVersion"] == "122"
         assert "sendInitialEvents" not in api.watch_queries[1] and inf.relists == 0
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await r.stop()
 
     asyncio.run(go())
 
@@ -515,18 +517,9 @@ def test_a_watch_list_streams_the_state_until_its_end_bookmark_then_goes_on_as_a
 def test_a_watch_list_cut_before_its_end_starts_over_and_reports_nothing_twice(how: str) -> None:
     async def go() -> None:
         api = FakeKube()
-        errors: list[str] = []
-        deltas: list[Delta[tuple[str, int]]] = []
-        inf: Informer[tuple[str, int]] = Informer(
-            api,
-            PODS,
-            decode=decode,
-            handler=deltas.append,
-            on_error=lambda raw, e: errors.append(str(e)),
-            loads=json.loads,
-            backoff=(0.0, 0.0),
-        )
-        task = asyncio.create_task(inf.run())
+        r = Run(api, watch_list=True)
+        inf, deltas, errors = r.informer, r.deltas, r.errors
+        r.start()
         api.push(PODS.path, "ADDED", obj("a", "90"))
         api.push(PODS.path, "ADDED", obj("bad", "91", value=-1))
         api.end_stream(PODS.path, Unreachable("connection reset") if how == "broken" else None)
@@ -544,8 +537,7 @@ def test_a_watch_list_cut_before_its_end_starts_over_and_reports_nothing_twice(h
         assert deltas == [Added(("a", 0)), Added(("c", 0))]
         assert errors == ["pod bad: value: must not be -1"]  # once, from the whole state
         assert inf.relists == 0 and inf.resource_version == "100"
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await r.stop()
 
     asyncio.run(go())
 

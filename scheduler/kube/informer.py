@@ -475,8 +475,7 @@ class Informer(Generic[T]):
             except Unreachable as e:
                 # The API server is most likely restarting: resume from the same version.
                 # Without the state yet (a watch list), it is the listing that failed.
-                self._log_broken(e, delay)
-                self._restart_initial()
+                self._stream_failed(e, delay)
                 await asyncio.sleep(delay * (1 + random.random() * 0.2))
                 delay = min(delay * 2, self.backoff_max)
             except ApiError as e:
@@ -485,29 +484,25 @@ class Informer(Generic[T]):
                 if self._initial is not None and e.status in _WATCH_LIST_REFUSALS:
                     raise _WatchListRefused(str(e)) from e
                 if e.status in (429, 500, 503, 504):
-                    self._log_broken(e, delay)
-                    self._restart_initial()
+                    self._stream_failed(e, delay)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, self.backoff_max)
                     continue
                 raise
 
-    def _log_broken(self, e: ApiError, delay: float) -> None:
-        """A stream broken or refused: ``list_failed`` (a warning, as a failed LIST) while a
-        watch list is getting the state, else ``watch_broken`` / ``watch_refused``."""
+    def _stream_failed(self, e: ApiError, delay: float) -> None:
+        """A stream broken or refused, to be retried after ``delay``. While a watch list is
+        getting the state: ``list_failed`` (a warning, as a failed LIST), and the next stream
+        starts it over from nothing (what this one staged changed nothing and was reported
+        to no one). Else ``watch_broken`` / ``watch_refused``."""
         kind = self.resource.kind
         if self._initial is not None:
             log.warning("list_failed", kind=kind, error=str(e), retry_in=delay, watch_list=True)
+            self._initial = self.store.listing()
         elif isinstance(e, Unreachable):
             log.info("watch_broken", kind=kind, error=str(e), retry_in=delay)
         else:
             log.info("watch_refused", kind=kind, error=str(e))
-
-    def _restart_initial(self) -> None:
-        """A watch list that broke off: the next stream starts it over, from nothing (what
-        the broken one had staged changed nothing and was reported to no one)."""
-        if self._initial is not None:
-            self._initial = self.store.listing()
 
     def _on_line(self, line: bytes) -> None:
         try:

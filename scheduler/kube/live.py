@@ -245,8 +245,7 @@ class LiveScheduler:
                 list=sorted(k for k in self.informers if k not in by_stream),
             )
             self.scheduler.mark_synced(**{k: len(i.store) for k, i in self.informers.items()})
-            settle_heap()
-            grace.cancel()
+            settle_heap()  # the collector is on from here; the grace's timer is moot
             await self.scheduler.run()
         finally:
             grace.cancel()

@@ -738,6 +738,11 @@ def render_markdown(results: Mapping[str, Any]) -> str:
         "- control plane: Kubernetes "
         + ", ".join(f"{k}={v}" for k, v in versions.items())
         + "; kwok fake nodes (4 cpu, 32Gi, 110 pods)",
+        "- py-scheduler's dependencies: "
+        + {
+            "image": "the image's (a virtualenv of requirements.lock)",
+            "dev": "the development virtualenv's (with its extras)",
+        }.get((meta.get("args") or {}).get("py_deps", "dev"), "-"),
         f"- load average before / after: {meta.get('loadavg_start', '-')} / "
         f"{meta.get('loadavg_end', '-')} (other work on the machine adds noise)",
         "",

@@ -855,12 +855,14 @@ class PySchedulerProc(SchedulerProc):
         qps: int | None,
         cprofile_out: Path | None = None,
         source: Path | None = None,
+        python: Path | None = None,
     ) -> None:
         super().__init__(workdir, kubeconfig, qps)
         self.cprofile_out = cprofile_out
         self.source = source  # a snapshot holding scheduler/, run instead of the work tree
-        if source is not None:
-            self.env = {**os.environ, "PYTHONPATH": str(source)}
+        self.python = python  # another virtualenv's interpreter (runtime_venv), else this one
+        if source is not None or python is not None:
+            self.env = {**os.environ, "PYTHONPATH": str(source or REPO_ROOT)}
         self.config: dict[str, Any] = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
@@ -883,9 +885,10 @@ class PySchedulerProc(SchedulerProc):
             "--config",
             str(self.config_path),
         ]
+        python = str(self.python or sys.executable)
         if self.cprofile_out is not None:
             return [
-                sys.executable,
+                python,
                 "-m",
                 "cProfile",
                 "-o",
@@ -895,9 +898,9 @@ class PySchedulerProc(SchedulerProc):
                 *args,
             ]
         exe = Path(sys.executable).parent / "py-scheduler"
-        if exe.exists() and self.source is None:
+        if exe.exists() and self.source is None and self.python is None:
             return [str(exe), *args]
-        return [sys.executable, "-m", "scheduler", *args]
+        return [python, "-m", "scheduler", *args]
 
     def ready(self) -> bool:
         return _http_status(f"http://{LOOPBACK}:{self.port}/readyz") == 200
@@ -1055,10 +1058,14 @@ class Bench:
         self.work: Path | None = None
         self.seq = 0
         self.py_source: Path | None = None
+        self.py_python: Path | None = None  # None: py-scheduler runs in this virtualenv
         self.cpu_limit: CpuLimit | None = None
 
     # ---------------------------------------------------------------- cluster
     def up(self) -> None:
+        if self.args.py_deps == "image" and "py" in self.args.schedulers.split(","):
+            lock = REPO_ROOT / "requirements.lock"
+            self.py_python = runtime_venv(lock, localcluster.cache_root())
         parent = localcluster.cache_root() / "bench"
         _reap_stale(parent)
         state_dir = (
@@ -1292,7 +1299,9 @@ class Bench:
                 run_dir, self.kubeconfig, qps, self.bin_dir, shlex.split(self.args.kube_args)
             )
         else:
-            proc = PySchedulerProc(run_dir, self.kubeconfig, qps, cprofile_out, self.py_source)
+            proc = PySchedulerProc(
+                run_dir, self.kubeconfig, qps, cprofile_out, self.py_source, self.py_python
+            )
         proc.cpu_limit = self.cpu_limit
         return proc
 
@@ -2037,6 +2046,36 @@ def _rev_parse(rev: str) -> str:
     return rev
 
 
+def runtime_venv(lock: Path, cache: Path) -> Path:
+    """The interpreter of a virtualenv holding exactly the packages pinned in ``lock``
+    (requirements.lock: the image's runtime dependencies, nothing of the development
+    extras), built once per lock file and Python version under ``cache``. py-scheduler runs
+    there with its code on PYTHONPATH, so that start-up, memory and CPU are those of what
+    ships: in the development virtualenv structlog finds ``rich`` (import-linter's
+    dependency) and imports it, a few MiB and tens of milliseconds in each process."""
+    key = hashlib.sha256(lock.read_bytes() + sys.version.encode()).hexdigest()[:12]
+    dest = cache / "bench-venvs" / key
+    python = dest / "bin" / "python"
+    if (dest / ".complete").is_file():
+        return python
+    # Built beside and renamed into place: an interrupted build is never taken for a venv.
+    building = dest.with_name(f"{key}.{os.getpid()}")
+    shutil.rmtree(building, ignore_errors=True)
+    building.parent.mkdir(parents=True, exist_ok=True)
+    log(f"building py-scheduler's runtime virtualenv from {lock.name} into {dest} (PyPI)")
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(building)], check=True)
+    pip = [str(building / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    subprocess.run(
+        [*pip, "install", "--quiet", "--only-binary=:all:", "--requirement", str(lock)], check=True
+    )
+    subprocess.run([*pip, "check"], check=True, stdout=subprocess.DEVNULL)
+    (building / ".complete").write_text(f"{lock}\n{sys.version}\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    building.rename(dest)
+    return python
+
+
 def snapshot_scheduler(rev: str, dest: Path) -> Path:
     """scheduler/ as of git revision `rev`, extracted into dest (a PYTHONPATH entry)."""
     archive = subprocess.run(
@@ -2390,6 +2429,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="worktree",
         help="py-scheduler's code: the work tree (default) or a git revision (e.g. HEAD) "
         "extracted to a snapshot, so that edits made during a long run do not change it",
+    )
+    ap.add_argument(
+        "--py-deps",
+        choices=("image", "dev"),
+        default="image",
+        help="py-scheduler's dependencies: image (default; a virtualenv of requirements.lock, "
+        "the image's pinned runtime packages, built once under ~/.cache/py-scheduler) or dev "
+        "(this virtualenv, with the development extras)",
     )
     ap.add_argument(
         "--kube-args",

@@ -283,6 +283,9 @@ def test_render_markdown() -> None:
     }
     md = H.render_markdown(results)
     assert md.startswith("# Cluster benchmarks")
+    assert "- py-scheduler's dependencies: the development virtualenv's" in md  # not recorded
+    image = H.render_markdown({"meta": {"args": {"py_deps": "image"}}, "runs": RUNS})
+    assert "- py-scheduler's dependencies: the image's (a virtualenv of requirements.lock)" in image
     assert "| throughput py/kube | large | defaults | 0.80 | >= 1.0 | no |" in md
     assert "| large | equal | py-scheduler (profiled) |" in md
     assert "## Preemption" in md

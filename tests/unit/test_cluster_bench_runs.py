@@ -112,3 +112,54 @@ def test_the_watch_calls_a_groups_first_bound_hook_once() -> None:
     watch._record("ADDED", _pod("tp-00001", "n2"), 3.0)
     assert calls == [1]
     assert watch.on_first_bound == {}
+
+
+def test_py_scheduler_runs_in_another_virtualenv_with_its_code_on_the_path(
+    tmp_path: Path,
+) -> None:
+    """--py-deps image: the runtime virtualenv's interpreter runs ``-m scheduler`` with the
+    work tree (or a --py-source snapshot) on PYTHONPATH; dev: this virtualenv, as before."""
+    assert B.parse_args([]).py_deps == "image"
+    kubeconfig = tmp_path / "kubeconfig"
+    python = tmp_path / "venv" / "bin" / "python"
+    proc = B.PySchedulerProc(tmp_path / "a", kubeconfig, None, python=python)
+    assert proc.argv()[:3] == [str(python), "-m", "scheduler"]
+    assert proc.argv()[3:5] == ["run", "--kubeconfig"]
+    assert proc.env is not None and proc.env["PYTHONPATH"] == str(B.REPO_ROOT)
+    snapshot = tmp_path / "snap"
+    proc = B.PySchedulerProc(tmp_path / "b", kubeconfig, None, source=snapshot, python=python)
+    assert proc.argv()[0] == str(python)
+    assert proc.env is not None and proc.env["PYTHONPATH"] == str(snapshot)
+    profiled = B.PySchedulerProc(tmp_path / "c", kubeconfig, None, tmp_path / "p", python=python)
+    assert profiled.argv()[:3] == [str(python), "-m", "cProfile"]
+    dev = B.PySchedulerProc(tmp_path / "d", kubeconfig, None)
+    assert dev.env is None and str(python) not in dev.argv()
+
+
+def test_the_runtime_virtualenv_is_built_once_per_lock_file_and_renamed_into_place(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Built beside its final place (an interrupted build is never used), from the lock file
+    alone with wheels only, checked, then reused until the lock file changes."""
+    calls: list[list[str]] = []
+
+    def run(argv: list[str], **_: object) -> None:
+        calls.append(argv)
+        if argv[1:3] == ["-m", "venv"]:
+            Path(argv[3], "bin").mkdir(parents=True)
+
+    monkeypatch.setattr(B.subprocess, "run", run)
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("orjson==3.13.0\n")
+    python = B.runtime_venv(lock, tmp_path / "cache")
+    assert python.parent.parent.parent == tmp_path / "cache" / "bench-venvs"
+    assert (python.parent.parent / ".complete").is_file()
+    assert [c[2] for c in calls] == ["venv", "pip", "pip"]
+    install = calls[1]
+    assert "--only-binary=:all:" in install and install[-2:] == ["--requirement", str(lock)]
+    assert calls[2][-1] == "check"
+    assert list((tmp_path / "cache" / "bench-venvs").iterdir()) == [python.parent.parent]
+    calls.clear()
+    assert B.runtime_venv(lock, tmp_path / "cache") == python and calls == []
+    lock.write_text("orjson==3.14.0\n")
+    assert B.runtime_venv(lock, tmp_path / "cache") != python and len(calls) == 3

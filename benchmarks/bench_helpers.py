@@ -743,6 +743,12 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             "image": "the image's (a virtualenv of requirements.lock)",
             "dev": "the development virtualenv's (with its extras)",
         }.get((meta.get("args") or {}).get("py_deps", "dev"), "-"),
+        "- nodes: "
+        + (
+            "made anew for every run"
+            if (meta.get("args") or {}).get("fresh_nodes", True)
+            else "made once and kept from run to run (emptied and checked Ready before each)"
+        ),
         f"- load average before / after: {meta.get('loadavg_start', '-')} / "
         f"{meta.get('loadavg_end', '-')} (other work on the machine adds noise)",
         "",

@@ -4,7 +4,8 @@
 A script that measures and reports, never a test. It starts a private local control plane
 (hack/localcluster.py: etcd, kube-apiserver, kube-controller-manager, kwok) in its own state
 dir under the cache and, for each scheduler in turn (only one runs at a time), on a fresh
-namespace and fresh kwok nodes (4 cpu, 32Gi, 110 pods), measures:
+namespace and empty kwok nodes (4 cpu, 32Gi, 110 pods; made once and kept from run to run,
+or made anew for every run with --fresh-nodes), measures:
 
 1. throughput: P pods of upstream scheduler_perf's default shape (100m / 500Mi, priority 0)
    created in bulk on N nodes; pods/s from the first create call to the last bind seen by a
@@ -102,7 +103,7 @@ import threading
 import time
 import urllib.parse
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -1060,6 +1061,8 @@ class Bench:
         self.py_source: Path | None = None
         self.py_python: Path | None = None  # None: py-scheduler runs in this virtualenv
         self.cpu_limit: CpuLimit | None = None
+        # The benchmark nodes standing (fresh_nodes): the run that made the set names them.
+        self.node_set: str | None = None
 
     # ---------------------------------------------------------------- cluster
     def up(self) -> None:
@@ -1143,27 +1146,88 @@ class Bench:
     def delete_bench_nodes(self, timeout: float = 300.0) -> None:
         if not self._delete_all("/api/v1/nodes", timeout, labelSelector=f"bench={BENCH_LABEL}"):
             raise RuntimeError("old benchmark nodes were not deleted in time")
+        self.node_set = None
+
+    def _delete_nodes(self, names: Collection[str], timeout: float = 300.0) -> None:
+        """DELETE these nodes and wait until none of them is listed."""
+        grace = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
+
+        def delete(name: str) -> None:
+            self.client.request("DELETE", f"/api/v1/nodes/{name}", grace, allow=(404,))
+
+        self._parallel(delete, sorted(names), self.args.client_threads)
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes, _ = self.client.list_all("/api/v1/nodes", labelSelector=f"bench={BENCH_LABEL}")
+            left = sum(1 for n in nodes if n["metadata"]["name"] in names)
+            if not left:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{left} benchmark nodes were not deleted in {timeout:.0f}s")
+            time.sleep(0.5)
+
+    def _pods_bound_to(self, names: Collection[str]) -> int:
+        """How many pods, in any namespace, are bound to one of these nodes."""
+        pods, _ = self.client.list_all("/api/v1/pods", fieldSelector="spec.nodeName!=")
+        return sum(1 for p in pods if (p.get("spec") or {}).get("nodeName") in names)
 
     def fresh_nodes(self, count: int, run_id: str, timeout: float | None = None) -> list[str]:
-        """``count`` new kwok nodes, once all are Ready. The wait scales with the count: on
-        2 cores kwok readies about 13 nodes/s at 5000 nodes (the xl size), 300 s is too
-        short for it."""
-        if timeout is None:
-            timeout = max(300.0, 0.25 * count)
-        self.delete_bench_nodes()
-        names = [f"{run_id}-n{i:04d}" for i in range(count)]
-        labels = {"bench": BENCH_LABEL, "bench-run": run_id}
+        """``count`` empty, Ready kwok nodes for the run ``run_id``.
+
+        The nodes are made once and kept from run to run: a run that needs fewer nodes than
+        stand deletes the surplus, one that needs more makes the missing ones. Before every
+        run each kept node must be Ready and no pod in any namespace bound to it (the last
+        run's namespace is emptied with grace 0 before the next run starts); otherwise, and
+        always with --fresh-nodes, every benchmark node is deleted and a new set made, as
+        before round 26. Both schedulers get the same nodes either way; what keeping them
+        saves is kwok readying them (about 13 nodes/s on 2 cores at 5000 nodes: six minutes
+        of every xl run). The wait for Ready scales with the nodes made."""
+        existing = {
+            n["metadata"]["name"]: n
+            for n in self.client.list_all("/api/v1/nodes", labelSelector=f"bench={BENCH_LABEL}")[0]
+        }
+        prefix = None if self.args.fresh_nodes else self.node_set
+        if prefix is not None:
+            kept = [n for n in _node_names(prefix, count) if n in existing]
+            not_ready = [n for n in kept if not localcluster.node_is_ready(existing[n])]
+            busy = self._pods_bound_to(set(kept)) if kept else 0
+            if not_ready or busy:
+                log(
+                    f"{run_id}: the kept nodes cannot be reused ({len(not_ready)} not Ready, "
+                    f"{busy} pods bound to them): making new ones"
+                )
+                prefix = None
+        if prefix is None:
+            prefix = run_id
+            self.node_set = None
+        names = _node_names(prefix, count)
+        wanted = set(names)
+        surplus = [n for n in existing if n not in wanted]
+        missing = [n for n in names if n not in existing]
+        if surplus:
+            self._delete_nodes(surplus)
+        labels = {"bench": BENCH_LABEL, "bench-set": prefix}
 
         def create(name: str) -> None:
             body = localcluster.node_manifest(name, cpu="4", memory="32Gi", pods=110, labels=labels)
             self.client.request("POST", "/api/v1/nodes", body, allow=(409,))
 
-        self._parallel(create, names, self.args.client_threads)
+        self._parallel(create, missing, self.args.client_threads)
+        self.node_set = prefix
+        if timeout is None:
+            timeout = max(300.0, 0.25 * len(missing))
+        log(
+            f"{run_id}: {count} nodes: {count - len(missing)} kept, {len(missing)} made, "
+            f"{len(surplus)} deleted"
+        )
         deadline = time.monotonic() + timeout
-        selector = f"bench-run={run_id}"
         while True:
-            nodes, _ = self.client.list_all("/api/v1/nodes", labelSelector=selector)
-            ready = sum(1 for n in nodes if localcluster.node_is_ready(n))
+            nodes, _ = self.client.list_all("/api/v1/nodes", labelSelector=f"bench-set={prefix}")
+            ready = sum(
+                1
+                for n in nodes
+                if n["metadata"]["name"] in wanted and localcluster.node_is_ready(n)
+            )
             if ready == count:
                 return names
             if time.monotonic() > deadline:
@@ -2011,6 +2075,10 @@ class Bench:
         }
 
 
+def _node_names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}-n{i:05d}" for i in range(count)]
+
+
 def _rounded(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
 
@@ -2437,6 +2505,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="py-scheduler's dependencies: image (default; a virtualenv of requirements.lock, "
         "the image's pinned runtime packages, built once under ~/.cache/py-scheduler) or dev "
         "(this virtualenv, with the development extras)",
+    )
+    ap.add_argument(
+        "--fresh-nodes",
+        action="store_true",
+        help="delete the benchmark nodes and make new ones for every run (the default keeps "
+        "them from run to run, emptied and checked Ready before each)",
     )
     ap.add_argument(
         "--kube-args",

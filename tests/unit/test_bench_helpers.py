@@ -286,6 +286,10 @@ def test_render_markdown() -> None:
     assert "- py-scheduler's dependencies: the development virtualenv's" in md  # not recorded
     image = H.render_markdown({"meta": {"args": {"py_deps": "image"}}, "runs": RUNS})
     assert "- py-scheduler's dependencies: the image's (a virtualenv of requirements.lock)" in image
+    # Nodes: records from before round 26 made them for every run.
+    assert "- nodes: made anew for every run" in md
+    kept = H.render_markdown({"meta": {"args": {"fresh_nodes": False}}, "runs": RUNS})
+    assert "- nodes: made once and kept from run to run" in kept
     assert "| throughput py/kube | large | defaults | 0.80 | >= 1.0 | no |" in md
     assert "| large | equal | py-scheduler (profiled) |" in md
     assert "## Preemption" in md

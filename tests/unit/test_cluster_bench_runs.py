@@ -163,3 +163,100 @@ def test_the_runtime_virtualenv_is_built_once_per_lock_file_and_renamed_into_pla
     assert B.runtime_venv(lock, tmp_path / "cache") == python and calls == []
     lock.write_text("orjson==3.14.0\n")
     assert B.runtime_venv(lock, tmp_path / "cache") != python and len(calls) == 3
+
+
+class _NodesApi:
+    """The calls fresh_nodes makes, against an in-memory set of nodes and bound pods: a
+    node is Ready as soon as it is made unless listed in ``not_ready``."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[str, dict[str, object]] = {}
+        self.bound: dict[str, str] = {}  # pod name -> node name
+        self.not_ready: set[str] = set()
+        self.made: list[str] = []
+        self.deleted: list[str] = []
+
+    def request(
+        self, method: str, path: str, body: dict[str, object] | None = None, **_: object
+    ) -> tuple[int, dict[str, object]]:
+        if method == "POST" and path == "/api/v1/nodes":
+            assert body is not None
+            meta = body["metadata"]
+            assert isinstance(meta, dict)
+            self.nodes[meta["name"]] = body
+            self.made.append(meta["name"])
+            return 201, body
+        if method == "DELETE" and path.startswith("/api/v1/nodes/"):
+            name = path.rsplit("/", 1)[1]
+            self.deleted.append(name)
+            return (200, {}) if self.nodes.pop(name, None) else (404, {})
+        raise AssertionError(f"unexpected {method} {path}")
+
+    def list_all(self, path: str, **query: str) -> tuple[list[dict[str, object]], str]:
+        if path == "/api/v1/pods":
+            assert query == {"fieldSelector": "spec.nodeName!="}
+            return [{"spec": {"nodeName": n}} for n in self.bound.values()], "1"
+        assert path == "/api/v1/nodes"
+        key, value = query["labelSelector"].split("=")
+        out = []
+        for name, node in self.nodes.items():
+            meta = node["metadata"]
+            assert isinstance(meta, dict)
+            if meta["labels"].get(key) != value:
+                continue
+            ready = "False" if name in self.not_ready else "True"
+            out.append({**node, "status": {"conditions": [{"type": "Ready", "status": ready}]}})
+        return out, "1"
+
+
+def _node_bench(tmp_path: Path, *argv: str) -> tuple[object, _NodesApi]:
+    bench = B.Bench(B.parse_args(["--client-threads", "2", *argv]), tmp_path)
+    api = _NodesApi()
+    bench.api = api
+    return bench, api
+
+
+def test_the_nodes_are_kept_from_run_to_run_and_resized(tmp_path: Path) -> None:
+    """Made by the first run and kept by the next: a run that needs fewer deletes the
+    surplus, one that needs more makes only the missing ones."""
+    bench, api = _node_bench(tmp_path)
+    api.nodes["stale"] = {"metadata": {"name": "stale", "labels": {"bench": B.BENCH_LABEL}}}
+    first = bench.fresh_nodes(4, "r1")
+    assert first == [f"r1-n{i:05d}" for i in range(4)]
+    assert api.deleted == ["stale"] and sorted(api.made) == first  # an older invocation's node went
+    api.made.clear()
+    api.deleted.clear()
+    assert bench.fresh_nodes(4, "r2") == first and api.made == [] and api.deleted == []
+    assert bench.fresh_nodes(2, "r3") == first[:2]
+    assert sorted(api.deleted) == first[2:] and api.made == []
+    assert bench.fresh_nodes(3, "r4") == [*first[:2], "r1-n00002"]
+    assert api.made == ["r1-n00002"]
+    assert sorted(api.nodes) == [*first[:2], "r1-n00002"]
+
+
+@pytest.mark.parametrize("why", ["a pod bound", "a node not Ready", "--fresh-nodes"])
+def test_nodes_that_cannot_be_kept_are_all_made_anew(tmp_path: Path, why: str) -> None:
+    """A pod still bound to a kept node (in any namespace), a kept node that is not Ready,
+    or --fresh-nodes: every benchmark node deleted and a new set made for the run."""
+    bench, api = _node_bench(tmp_path, *(["--fresh-nodes"] if why == "--fresh-nodes" else []))
+    first = bench.fresh_nodes(3, "r1")
+    if why == "a pod bound":
+        api.bound["left-over"] = first[1]
+    elif why == "a node not Ready":
+        api.not_ready.add(first[2])
+    api.made.clear()
+    second = bench.fresh_nodes(3, "r2")
+    assert second == [f"r2-n{i:05d}" for i in range(3)] and sorted(api.made) == second
+    assert sorted(api.deleted) == first and sorted(api.nodes) == second
+
+
+def test_nodes_not_ready_in_time_fail_the_run_and_are_kept_once_ready(tmp_path: Path) -> None:
+    """A set whose nodes did not all get Ready in time fails its run and stays; the next run
+    keeps it if they are all Ready by then (else it makes a new set, as above)."""
+    bench, api = _node_bench(tmp_path)
+    api.not_ready.add("r1-n00001")
+    with pytest.raises(RuntimeError, match="only 1/2 nodes Ready"):
+        bench.fresh_nodes(2, "r1", timeout=0.0)
+    api.not_ready.clear()
+    api.made.clear()
+    assert bench.fresh_nodes(2, "r2") == ["r1-n00000", "r1-n00001"] and api.made == []

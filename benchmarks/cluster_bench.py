@@ -1123,16 +1123,23 @@ class Bench:
             "POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body, allow=(409,)
         )
 
-    def _delete_all(self, path: str, timeout: float, **query: str) -> bool:
-        """DELETE every object a LIST of path returns, one call each from a few threads (a
-        DELETE of the whole collection times out at 5000 pods); True once none is left."""
+    def _delete_all(
+        self, path: str, timeout: float, only: Collection[str] | None = None, **query: str
+    ) -> bool:
+        """DELETE every object a LIST of path returns (of those named in ``only``, if given),
+        one call each from a few threads (a DELETE of the whole collection times out at 5000
+        pods); True once none is left."""
         grace = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
         deadline = time.monotonic() + timeout
         while True:
             items, _ = self.client.list_all(path, **query)
             # Terminating ones too: a DELETE with grace 0 ends their grace period now.
-            names = [i["metadata"]["name"] for i in items]
-            if not items:
+            names = [
+                i["metadata"]["name"]
+                for i in items
+                if only is None or i["metadata"]["name"] in only
+            ]
+            if not names:
                 return True
             if time.monotonic() > deadline:
                 return False
@@ -1147,24 +1154,6 @@ class Bench:
         if not self._delete_all("/api/v1/nodes", timeout, labelSelector=f"bench={BENCH_LABEL}"):
             raise RuntimeError("old benchmark nodes were not deleted in time")
         self.node_set = None
-
-    def _delete_nodes(self, names: Collection[str], timeout: float = 300.0) -> None:
-        """DELETE these nodes and wait until none of them is listed."""
-        grace = {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0}
-
-        def delete(name: str) -> None:
-            self.client.request("DELETE", f"/api/v1/nodes/{name}", grace, allow=(404,))
-
-        self._parallel(delete, sorted(names), self.args.client_threads)
-        deadline = time.monotonic() + timeout
-        while True:
-            nodes, _ = self.client.list_all("/api/v1/nodes", labelSelector=f"bench={BENCH_LABEL}")
-            left = sum(1 for n in nodes if n["metadata"]["name"] in names)
-            if not left:
-                return
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{left} benchmark nodes were not deleted in {timeout:.0f}s")
-            time.sleep(0.5)
 
     def _pods_bound_to(self, names: Collection[str]) -> int:
         """How many pods, in any namespace, are bound to one of these nodes."""
@@ -1204,8 +1193,11 @@ class Bench:
         wanted = set(names)
         surplus = [n for n in existing if n not in wanted]
         missing = [n for n in names if n not in existing]
-        if surplus:
-            self._delete_nodes(surplus)
+        selector = f"bench={BENCH_LABEL}"
+        if surplus and not self._delete_all(
+            "/api/v1/nodes", 300, set(surplus), labelSelector=selector
+        ):
+            raise RuntimeError(f"{len(surplus)} benchmark nodes were not deleted in 300s")
         labels = {"bench": BENCH_LABEL, "bench-set": prefix}
 
         def create(name: str) -> None:

@@ -22,7 +22,8 @@ controller, -v; sent on the pipe rather than argv so that the bearer token never
 ``ps``), then ``["e", regarding, type, reason, note, action, related, at_ns]`` per
 occurrence and ``["auth", token]`` when the credential changes (the scheduler's loaders
 refresh it: a rotated ServiceAccount token, an exec plugin's; checked every
-``AUTH_RELAY_SECONDS``). The child imports neither ``kubernetes`` nor the scheduler's core
+``AUTH_RELAY_SECONDS``). A line the child cannot read is logged (``event_process_bad_line``)
+and skipped. The child imports neither ``kubernetes`` nor the scheduler's core
 (``scheduler.kube.transport`` and ``scheduler.kube.http1`` make its calls), so it costs
 a peak RSS of about 38 MiB in the benchmark, also when 5000 pods are bound at once (its
 writer keeps what waits as occurrences, not as tasks: ``EventWriter.occurred``).
@@ -325,14 +326,15 @@ async def _serve(stdin: asyncio.StreamReader) -> int:
     )
     series = asyncio.create_task(writer.maintain_series())
     try:
-        while line := await stdin.readline():
-            msg = orjson.loads(line)
-            if msg[0] == "e":
-                writer.occurred(Occurrence.from_line(msg))
-            elif msg[0] == "auth":
-                client.token = msg[1]
-            else:
-                log.warning("event_process_unknown_line", kind=str(msg[0]))
+        while True:
+            try:
+                line = await stdin.readline()
+            except ValueError as e:  # over LINE_LIMIT: the reader has dropped it already
+                log.warning("event_process_bad_line", error=str(e))
+                continue
+            if not line:
+                break
+            _handle_line(line, writer, client)
     finally:
         series.cancel()
         pending = [t for t in tasks if not t.done()]
@@ -340,6 +342,25 @@ async def _serve(stdin: asyncio.StreamReader) -> int:
             await asyncio.wait(pending, timeout=float(settings.get("drain_seconds") or 10.0))
         await client.pool.close()
     return 0
+
+
+def _handle_line(line: bytes, writer: EventWriter, client: _Client) -> None:
+    """One line from the scheduler. A line that cannot be read (the scheduler writes only
+    what it made with orjson, so this would be a bug) costs that line alone: logged with its
+    start, and the child reads on."""
+    try:
+        msg = orjson.loads(line)
+        kind = msg[0]
+        if kind == "e":
+            writer.occurred(Occurrence.from_line(msg))
+        elif kind == "auth":
+            client.token = msg[1]
+        else:
+            log.warning("event_process_unknown_line", kind=str(kind))
+    except (ValueError, TypeError, KeyError, IndexError) as e:
+        log.warning(
+            "event_process_bad_line", error=repr(e), line=line[:200].decode(errors="replace")
+        )
 
 
 async def _main() -> int:

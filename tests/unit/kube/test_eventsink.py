@@ -240,6 +240,30 @@ async def test_occurrences_before_the_start_are_written_after_the_settings() -> 
 
 
 @sync
+async def test_a_line_the_child_cannot_read_costs_that_line_alone() -> None:
+    """Lines that are not JSON, of the wrong shape, or longer than the child's limit (never
+    written by the scheduler, which makes each with orjson): the child skips each and
+    writes the occurrences around them; it does not exit (no fallback is offered here)."""
+    server, host = await serve(lambda _: ok())
+    proc = _process(host, iter(["Bearer t"] * 10))
+    await proc.start()
+    proc.occurred(Occurrence(POD, "Normal", "Scheduled", "before", "Binding", None))
+    proc._buf += [
+        b"not json",
+        b'["e", "too", "short"]',
+        b"[]",
+        b'{"e": 1}',
+        b'["e", ' + b"1" * (eventsink.LINE_LIMIT + 10) + b"]",
+    ]
+    proc.occurred(Occurrence(PREEMPTOR, "Normal", "Scheduled", "after", "Binding", None))
+    await _until(lambda: len(server.requests) == 2)
+    assert proc._proc is not None and proc._proc.returncode is None
+    await proc.stop(drain_seconds=5.0)
+    assert proc.inline is None and proc._proc.returncode == 0
+    assert sorted(body["note"] for _, _, _, body in _requests(server)) == ["after", "before"]
+
+
+@sync
 async def test_a_child_that_cannot_start_leaves_the_events_to_the_scheduler() -> None:
     api, tasks, fallback = _fallback_writer()
 

@@ -188,6 +188,65 @@ def cpu_per_pod(
     }
 
 
+# The API server's own counters (its /metrics): which calls a run made and how many watch
+# events it sent, so that a difference in the API server's CPU per pod between the two
+# schedulers can be traced to the calls that differ (the rest of the run is the same).
+_SAMPLE = re.compile(
+    r"^(apiserver_request_total|apiserver_watch_events_total|"
+    r"apiserver_watch_events_sizes_sum|etcd_requests_total)\{([^}]*)\} (\S+)$"
+)
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def api_counters(text: str) -> dict[str, float]:
+    """Counters from the API server's Prometheus text: ``"<VERB> <resource>[/<sub>]"`` for
+    requests (summed over codes and scopes), ``"watch events <resource>[.<group>]"`` and
+    ``"watch bytes <resource>[.<group>]"`` for what its watches sent, ``"etcd <operation>
+    <resource>[.<group>]"`` for the API server's requests to etcd."""
+    out: Counter[str] = Counter()
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m is None:
+            continue
+        labels = dict(_LABEL.findall(m.group(2)))
+        try:
+            value = float(m.group(3))
+        except ValueError:
+            continue
+        if m.group(1) == "apiserver_request_total":
+            res = labels.get("resource", "")
+            if labels.get("subresource"):
+                res += "/" + labels["subresource"]
+            out[f"{labels.get('verb', '?')} {res}"] += value
+        elif m.group(1) == "etcd_requests_total":
+            what = labels.get("resource", "?")
+            if labels.get("group"):
+                what += "." + labels["group"]
+            out[f"etcd {labels.get('operation', '?')} {what}"] += value
+        else:  # by resource since 1.34 (the kind before it)
+            what = labels.get("resource") or labels.get("kind") or "?"
+            if labels.get("group"):
+                what += "." + labels["group"]
+            unit = "events" if m.group(1) == "apiserver_watch_events_total" else "bytes"
+            out[f"watch {unit} {what}"] += value
+    return dict(out)
+
+
+def counts_per_pod(
+    before: Mapping[str, float], after: Mapping[str, float], pods: int
+) -> dict[str, float]:
+    """Per pod, each counter that grew between the readings (3 decimals, 0 dropped); {}
+    without pods or a reading."""
+    if pods <= 0 or not before or not after:
+        return {}
+    out = {}
+    for name, value in after.items():
+        grew = value - before.get(name, 0.0)
+        if grew > 0 and round(grew / pods, 3) > 0:
+            out[name] = round(grew / pods, 3)
+    return dict(sorted(out.items()))
+
+
 def ratio(num: float | None, den: float | None, digits: int = 2) -> float | None:
     """num / den rounded, or None when either is missing or den is 0."""
     if num is None or den is None or den == 0:

@@ -260,6 +260,19 @@ class Api:
     def get(self, path: str, **query: str) -> dict[str, Any]:
         return self.request("GET", path, query=query or None)[1]
 
+    def get_text(self, path: str) -> str:
+        """A GET's body as text (e.g. /metrics), on a connection of its own."""
+        conn = self._new_connection(60.0)
+        try:
+            conn.request("GET", path, headers={"Accept": "text/plain"})
+            resp = conn.getresponse()
+            raw = resp.read()
+        finally:
+            conn.close()
+        if resp.status >= 400:
+            raise ApiError(resp.status, f"GET {path}: {raw[:200]!r}")
+        return raw.decode("utf-8", "replace")
+
     def list_all(self, path: str, **query: str) -> tuple[list[dict[str, Any]], str]:
         """All items of a LIST (pages of 500) and the list's resourceVersion."""
         items: list[dict[str, Any]] = []
@@ -1245,13 +1258,25 @@ class Bench:
                 raise RuntimeError(f"no default service account in {ns}")
             time.sleep(0.2)
 
-    def drop_namespace(self, ns: str) -> None:
-        """Pods gone at once (grace 0), then the namespace (its deletion is not waited for).
-        Best effort: a cleanup failure is logged, it never loses a measurement."""
+    def drop_namespace(self, ns: str, timeout: float = 300.0) -> None:
+        """Pods gone at once (grace 0), then the namespace, waited for until it is gone.
+
+        The wait keeps the namespace controller's work out of the next run: it deletes the
+        run's Events (about 1.24 per pod), Services, PDBs and the rest one collection at a
+        time, and until round 28 it did so during the next run, whose API server and etcd
+        CPU per pod took it in (all but the first run of an invocation). Best effort: a
+        cleanup failure or a namespace still there after ``timeout`` is logged, it never
+        loses a measurement."""
         try:
             if not self._delete_all(f"/api/v1/namespaces/{ns}/pods", 600):
                 log(f"warning: pods of {ns} still there after 600s")
             self.client.request("DELETE", f"/api/v1/namespaces/{ns}", allow=(404, 409))
+            deadline = time.monotonic() + timeout
+            while self.client.request("GET", f"/api/v1/namespaces/{ns}", allow=(404,))[0] != 404:
+                if time.monotonic() > deadline:
+                    log(f"warning: namespace {ns} still there after {timeout:.0f}s")
+                    return
+                time.sleep(0.5)
         except (ApiError, OSError, http.client.HTTPException) as err:
             log(f"warning: cleaning up {ns}: {err}")
 
@@ -1394,6 +1419,15 @@ class Bench:
                 out[name] = cpu
         return out
 
+    def api_counters(self) -> dict[str, float]:
+        """The API server's request and watch-event counters so far (``H.api_counters``);
+        {} if /metrics cannot be read (the run goes on without them)."""
+        try:
+            return H.api_counters(self.client.get_text("/metrics"))
+        except (ApiError, OSError, http.client.HTTPException) as exc:
+            log(f"API server /metrics not read: {exc}")
+            return {}
+
     def _new_run(self, scenario: str, size: Size, mode: str, which: str) -> tuple[str, Path]:
         self.seq += 1
         short = "kube" if which == H.KUBE else "py"
@@ -1440,6 +1474,7 @@ class Bench:
             record["loadavg_before"] = loadavg()
             cpu0 = proc.usage_start()
             cp0 = self.control_plane_cpu()
+            api0 = self.api_counters()
             rate = self.args.paced_rate if mode == "defaults" else 0.0
             record["create_rate"] = rate or None
             sent, due = self.create_pods(ns, bodies, rate)
@@ -1450,6 +1485,7 @@ class Bench:
             record["control_plane_cpu_ms_per_pod"] = H.cpu_per_pod(
                 cp0, self.control_plane_cpu(), pods
             )
+            record["api_calls_per_pod"] = H.counts_per_pod(api0, self.api_counters(), pods)
         finally:
             if spy is not None:
                 spy.stop()
@@ -1535,6 +1571,7 @@ class Bench:
         def first_bind() -> None:  # the watch's thread, at the first bind it sees
             mark["cpu"] = proc.usage_start()
             mark["control_plane"] = self.control_plane_cpu()
+            mark["api"] = self.api_counters()
 
         watch.on_first_bound["tp"] = first_bind
         bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
@@ -1551,6 +1588,9 @@ class Bench:
                 _record_usage(record, proc, mark["cpu"], pods - 1)
                 record["control_plane_cpu_ms_per_pod"] = H.cpu_per_pod(
                     mark["control_plane"], self.control_plane_cpu(), pods - 1
+                )
+                record["api_calls_per_pod"] = H.counts_per_pod(
+                    mark["api"], self.api_counters(), pods - 1
                 )
             record["cpu_seconds_with_start"] = _rounded(whole)
             record["cpu_ms_per_pod_with_start"] = (
@@ -1683,6 +1723,7 @@ class Bench:
             record["loadavg_before"] = loadavg()
             cpu0 = proc.usage_start()
             cp0 = self.control_plane_cpu()
+            api0 = self.api_counters()
             first = time.time()
             start = time.monotonic()
             # At the defaults, paced like the throughput scenario: Deployment i (its
@@ -1708,6 +1749,7 @@ class Bench:
             record["control_plane_cpu_ms_per_pod"] = H.cpu_per_pod(
                 cp0, self.control_plane_cpu(), pods
             )
+            record["api_calls_per_pod"] = H.counts_per_pod(api0, self.api_counters(), pods)
         finally:
             proc.stop()
             watch.stop()

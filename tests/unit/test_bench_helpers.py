@@ -649,6 +649,54 @@ def test_control_plane_cpu_per_pod_and_its_columns() -> None:
     assert "API server and etcd ms/pod" in md
 
 
+def _request_total(code: int, group: str, resource: str, sub: str, verb: str, n: str) -> str:
+    labels = (
+        f'code="{code}",component="apiserver",dry_run="",group="{group}",resource="{resource}",'
+        f'scope="resource",subresource="{sub}",verb="{verb}",version="v1"'
+    )
+    return "apiserver_request_total{" + labels + "} " + n
+
+
+METRICS = "\n".join(
+    [
+        "# HELP apiserver_request_total [STABLE] Counter of apiserver requests ...",
+        "# TYPE apiserver_request_total counter",
+        _request_total(201, "", "pods", "binding", "POST", "1000"),
+        _request_total(409, "", "pods", "binding", "POST", "2"),
+        _request_total(200, "", "pods", "", "LIST", "3"),
+        _request_total(201, "events.k8s.io", "events", "", "POST", "1e+03"),
+        'apiserver_watch_events_total{group="",resource="pods",version="v1"} 4000',
+        'apiserver_watch_events_sizes_sum{group="",resource="pods",version="v1"} 8.5e+06',
+        'apiserver_watch_events_sizes_count{group="",resource="pods",version="v1"} 4000',
+        'apiserver_watch_events_total{group="events.k8s.io",kind="Event",version="v1"} 9',
+        'etcd_requests_total{group="",operation="create",resource="pods"} 1000',
+        'apiserver_request_duration_seconds_sum{verb="POST",resource="pods"} 12.5',
+    ]
+)
+
+
+def test_api_counters_and_their_growth_per_pod() -> None:
+    before = H.api_counters(METRICS)
+    assert before == {
+        "POST pods/binding": 1002.0,  # codes summed
+        "LIST pods": 3.0,
+        "POST events": 1000.0,
+        "watch events pods": 4000.0,
+        "watch bytes pods": 8.5e6,
+        "watch events Event.events.k8s.io": 9.0,  # before 1.34: by kind
+        "etcd create pods": 1000.0,
+    }
+    after = {**before, "POST pods/binding": 3002.0, "watch events pods": 12000.0, "GET leases": 5.0}
+    assert H.counts_per_pod(before, after, 2000) == {
+        "GET leases": 0.003,  # new since the first reading
+        "POST pods/binding": 1.0,
+        "watch events pods": 4.0,
+    }
+    assert H.counts_per_pod(before, after, 0) == {}
+    assert H.counts_per_pod({}, after, 100) == {}  # no first reading: nothing to compare
+    assert H.api_counters("not prometheus\n{}") == {}
+
+
 def _backlog(sched: str, **metrics: Any) -> dict[str, Any]:
     return _run("throughput", "backlog", sched, pods=1000, **metrics)
 

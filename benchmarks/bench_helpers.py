@@ -1009,6 +1009,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             ),
         )
         md.append("")
+    md += _render_api_calls(runs)
     md += _render_cpu_limited(runs)
     profile = results.get("profile")
     if profile and profile.get("self"):
@@ -1041,6 +1042,63 @@ def render_markdown(results: Mapping[str, Any]) -> str:
         md += _render_core(core)
         md.append("")
     return "\n".join(md).rstrip() + "\n"
+
+
+def api_call_differences(
+    runs: Sequence[Mapping[str, Any]], threshold: float = 0.05
+) -> list[list[Any]]:
+    """Rows (scenario, size, client QPS, counter, kube, py) of the API server's counters per
+    pod (``api_calls_per_pod``, medians over a cell's runs) where the two schedulers differ
+    by more than ``threshold`` of the larger and by 0.01 or more (10 or more of the watch
+    bytes); every cell with both schedulers also gets the watch bytes of all resources
+    summed."""
+    cells: dict[tuple[str, str, str], dict[str, list[Mapping[str, float]]]] = {}
+    for r in runs:
+        calls = r.get("api_calls_per_pod")
+        if not calls or r.get("profiled") or r.get("cpu_limit"):
+            continue
+        key = (str(r.get("scenario")), str(r.get("size")), str(r.get("qps_mode")))
+        cells.setdefault(key, {}).setdefault(str(r.get("scheduler")), []).append(calls)
+    rows: list[list[Any]] = []
+    for (scenario, size, mode), by in cells.items():
+        if KUBE not in by or PY not in by:
+            continue
+
+        names = sorted({n for c in by[KUBE] + by[PY] for n in c})
+        for name in names:
+            k, p = (_median([c.get(name, 0.0) for c in by[w]]) for w in (KUBE, PY))
+            floor = 10.0 if name.startswith("watch bytes ") else 0.01
+            if abs(p - k) >= floor and abs(p - k) > threshold * max(k, p):
+                rows.append([scenario, size, mode, name, round(k, 3), round(p, 3)])
+        total = [
+            _median([sum(v for n, v in c.items() if n.startswith("watch bytes ")) for c in by[w]])
+            for w in (KUBE, PY)
+        ]
+        rows.append([scenario, size, mode, "watch bytes, all", round(total[0]), round(total[1])])
+    return rows
+
+
+def _render_api_calls(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    rows = api_call_differences(runs)
+    if not rows:
+        return []
+    md = [
+        "## API server calls per pod where the schedulers differ",
+        "",
+        "From the API server's /metrics over the same phase as its CPU: requests by verb and "
+        "resource (`apiserver_request_total`), what its watches sent (`watch events`, "
+        "`watch bytes`: every watcher's, in the encoding it asked for) and its requests to "
+        "etcd (`etcd_requests_total`), per pod, medians of each cell's runs; only the "
+        "counters where the two differ by more than 5% (and by 0.01 per pod, or 10 bytes), "
+        "and the watch bytes summed. kube-scheduler talks protobuf, py-scheduler JSON; kwok's "
+        "node heartbeats (`PATCH nodes/status`) fall into some runs and not others.",
+        "",
+    ]
+    md += _table(
+        ["scenario", "size", "client QPS", "counter", "kube-scheduler", "py-scheduler"], rows
+    )
+    md.append("")
+    return md
 
 
 def per_core(rate: float | None, cores: float | None) -> float | None:

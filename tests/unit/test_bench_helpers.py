@@ -734,3 +734,38 @@ def test_the_report_lists_the_backlog_runs_start_up() -> None:
     assert "| large | py-scheduler | 1000 | - | - | - | 480.00 | - | 0.90 | - |" in md
     # Without a backlog run there is no such table.
     assert "Backlog runs" not in H.render_markdown({"meta": {}, "runs": RUNS})
+
+
+def test_api_calls_where_the_schedulers_differ() -> None:
+    """Medians per cell of each scheduler's runs; a counter is shown where the two differ by
+    more than 5% and by 0.01 or more per pod; the watch bytes summed for every cell."""
+
+    def calls(binding: float, events: float, pod_bytes: float) -> dict[str, float]:
+        return {
+            "POST pods/binding": binding,
+            "POST events": events,
+            "watch bytes pods": pod_bytes,
+            "watch bytes nodes": 100.0 + pod_bytes / 10000,  # 3.x bytes apart: not shown
+        }
+
+    runs = [
+        _run("deployments", "defaults", H.KUBE, api_calls_per_pod=calls(1.0, 1.24, 32000.0)),
+        _run("deployments", "defaults", H.PY, api_calls_per_pod=calls(1.0, 1.5, 35000.0)),
+        _run("deployments", "defaults", H.PY, api_calls_per_pod=calls(1.0, 1.3, 36000.0)),
+        _run("deployments", "defaults", H.KUBE, api_calls_per_pod=calls(1.005, 1.2, 33000.0)),
+        _run("deployments", "defaults", H.PY, api_calls_per_pod=calls(1.0, 1.26, 90000.0)),
+        # a cell with one scheduler only, and a profiled run: neither is compared
+        _run("throughput", "defaults", H.PY, api_calls_per_pod=calls(2.0, 2.0, 1.0)),
+        _run("deployments", "defaults", H.PY, profiled=True, api_calls_per_pod=calls(9, 9, 9)),
+    ]
+    rows = H.api_call_differences(runs)
+    assert rows == [
+        ["deployments", "large", "defaults", "POST events", 1.22, 1.3],
+        ["deployments", "large", "defaults", "watch bytes pods", 32500.0, 36000.0],
+        ["deployments", "large", "defaults", "watch bytes, all", 32603, 36104],
+    ]
+    md = H.render_markdown({"meta": {}, "runs": runs})
+    got = _rows(md, "## API server calls per pod where the schedulers differ", "deployments")
+    assert got[0] == "| deployments | large | defaults | POST events | 1.22 | 1.30 |"
+    assert len(got) == 3
+    assert "API server calls per pod" not in H.render_markdown({"meta": {}, "runs": RUNS})

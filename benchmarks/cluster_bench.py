@@ -1472,8 +1472,8 @@ class Bench:
                 )
             bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
             record["loadavg_before"] = loadavg()
-            cpu0 = proc.usage_start()
             api0 = self.api_counters()  # first: the scrape's own CPU is not the run's
+            cpu0 = proc.usage_start()
             cp0 = self.control_plane_cpu()
             rate = self.args.paced_rate if mode == "defaults" else 0.0
             record["create_rate"] = rate or None
@@ -1725,8 +1725,8 @@ class Bench:
                 o for i in range(count) for o in self.deployment_objects(i, proc.scheduler_name)
             ]
             record["loadavg_before"] = loadavg()
-            cpu0 = proc.usage_start()
             api0 = self.api_counters()  # first: the scrape's own CPU is not the run's
+            cpu0 = proc.usage_start()
             cp0 = self.control_plane_cpu()
             first = time.time()
             start = time.monotonic()

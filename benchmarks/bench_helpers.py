@@ -1063,7 +1063,6 @@ def api_call_differences(
     for (scenario, size, mode), by in cells.items():
         if KUBE not in by or PY not in by:
             continue
-
         names = sorted({n for c in by[KUBE] + by[PY] for n in c})
         for name in names:
             k, p = (_median([c.get(name, 0.0) for c in by[w]]) for w in (KUBE, PY))
@@ -1085,13 +1084,14 @@ def _render_api_calls(runs: Sequence[Mapping[str, Any]]) -> list[str]:
     md = [
         "## API server calls per pod where the schedulers differ",
         "",
-        "From the API server's /metrics over the same phase as its CPU: requests by verb and "
-        "resource (`apiserver_request_total`), what its watches sent (`watch events`, "
-        "`watch bytes`: every watcher's, in the encoding it asked for) and its requests to "
-        "etcd (`etcd_requests_total`), per pod, medians of each cell's runs; only the "
-        "counters where the two differ by more than 5% (and by 0.01 per pod, or 10 bytes), "
-        "and the watch bytes summed. kube-scheduler talks protobuf, py-scheduler JSON; kwok's "
-        "node heartbeats (`PATCH nodes/status`) fall into some runs and not others.",
+        "From the API server's /metrics over the same phase as its CPU (a backlog's from "
+        "the scheduler's start): requests by verb and resource (`apiserver_request_total`), "
+        "what its watches sent (`watch events`, `watch bytes`: every watcher's, in the "
+        "encoding it asked for) and its requests to etcd (`etcd_requests_total`), per pod, "
+        "medians of each cell's runs; only the counters where the two differ by more than "
+        "5% (and by 0.01 per pod, or 10 bytes), and the watch bytes summed. kube-scheduler "
+        "talks protobuf, py-scheduler JSON; kwok's node heartbeats (`PATCH nodes/status`) "
+        "fall into some runs and not others.",
         "",
     ]
     md += _table(

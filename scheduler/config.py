@@ -7,6 +7,8 @@ back to a default on a production scheduler. One profile is supported.
 Our extensions (not upstream fields), documented in docs/configuration.md:
 - ``disablePreemption: true``: shorthand for disabling the DefaultPreemption postFilter.
 - ``asyncPreemption`` (default true): run preemption's API calls off the scheduling loop.
+- ``apiCallOrder`` (default ``Arrival``, as client-go): the order of calls waiting at the
+  client's rate limit; ``Priority``: by the priority of the pod each is about.
 - ``DefaultPreemptionArgs.victimSchedulerNames``: only pods of these schedulers may be
   preempted (default: any pod, as upstream).
 - ``httpBindAddress`` / ``httpPort``: the one port serving /healthz, /readyz, /metrics.
@@ -29,6 +31,7 @@ from scheduler.framework.waiting_pods import FrameworkHandle, WaitingPods
 
 __all__ = [
     "ALL_PLUGINS",
+    "API_CALL_ORDERS",
     "DEFAULT_SCORE_WEIGHTS",
     "ConfigError",
     "DefaultPreemptionArgs",
@@ -157,6 +160,8 @@ class SchedulerConfig:
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
     fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
     async_preemption: bool = True
+    # ours: the order of calls waiting at the main client's rate limit (API_CALL_ORDERS)
+    api_call_order: str = "Arrival"
     leader_election: LeaderElectionConfig = LeaderElectionConfig()
     # Client QPS/burst: upstream's defaults are 50/100; we keep them (see docs/configuration.md).
     qps: float = 50.0
@@ -172,6 +177,9 @@ class SchedulerConfig:
     def preemption_enabled(self) -> bool:
         return "DefaultPreemption" in self.post_filters
 
+
+# apiCallOrder: as they came (client-go's limiter), or by the priority of the pod each is about.
+API_CALL_ORDERS = ("Arrival", "Priority")
 
 # Go's time.ParseDuration: a sequence of decimal numbers, each with a unit ("1m30s", "500ms").
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
@@ -282,6 +290,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             "parallelism",
             "disablePreemption",
             "asyncPreemption",
+            "apiCallOrder",
             "httpBindAddress",
             "httpPort",
             "secureServing",
@@ -311,6 +320,11 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         r.integer(top["parallelism"], "parallelism", 1)  # accepted; we schedule on one loop
     if "asyncPreemption" in top:
         kw["async_preemption"] = r.boolean(top["asyncPreemption"], "asyncPreemption")
+    if "apiCallOrder" in top:
+        order = r.string(top["apiCallOrder"], "apiCallOrder")
+        if order not in API_CALL_ORDERS:
+            raise r.fail("apiCallOrder", f"expected Arrival or Priority, got {order!r}")
+        kw["api_call_order"] = order
     if "httpBindAddress" in top:
         kw["http_bind_address"] = r.string(top["httpBindAddress"], "httpBindAddress")
     if "httpPort" in top:

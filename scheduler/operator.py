@@ -276,10 +276,17 @@ async def run(
     except ApiCallError as e:
         print(f"py-scheduler: {e}", file=sys.stderr)
         return 2
-    client = KubeClient(configuration, qps=config.qps, burst=config.burst)
+    client = KubeClient(
+        configuration,
+        qps=config.qps,
+        burst=config.burst,
+        by_priority=config.api_call_order == "Priority",
+    )
     # The lock's own client: renewals never wait behind Bindings (kube-scheduler does the same).
     lease_client = client.derive(qps=config.qps, burst=config.burst, pool_size=2)
     identity = f"{socket.gethostname()}_{uuid.uuid4()}"
+    if config.api_call_order != "Arrival":
+        log.info("api_call_order", order=config.api_call_order)
     live = LiveScheduler(
         config, client, identity=identity, event_process=event_process, watch_list=watch_list
     )

@@ -173,7 +173,9 @@ class Binder:
         while True:
             attempt += 1
             try:
-                await self.client.request("POST", path, body=body, loads=ignore_reply)
+                await self.client.request(
+                    "POST", path, body=body, loads=ignore_reply, priority=pod.priority
+                )
                 return BindOutcome.OK, ""
             except ApiError as e:
                 if e.status == 404:
@@ -188,7 +190,9 @@ class Binder:
 
     async def _after_conflict(self, pod: PodInfo, node: str, message: str) -> tuple[str, str]:
         try:
-            now = await self.client.request("GET", pod_path(pod.namespace, pod.name))
+            now = await self.client.request(
+                "GET", pod_path(pod.namespace, pod.name), priority=pod.priority
+            )
         except NotFound:
             return BindOutcome.GONE, message
         except ApiError as e:

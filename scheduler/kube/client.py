@@ -21,6 +21,10 @@ Separate budgets: kube-scheduler gives its event broadcaster and its leader-elec
 clients of their own, so that a burst of Bindings can neither delay events nor push a lease
 renewal past its deadline. ``KubeClient.derive()`` makes such a sibling: same credentials,
 its own pool and its own bucket.
+
+The order of waiting calls: as client-go's, in the order they came (``apiCallOrder:
+Arrival``), or by the priority of the pod each call is about (``Priority``,
+``scheduler.kube.transport.PriorityTokenBucket``): ``request(..., priority=)`` names it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from scheduler.kube.transport import (
     read_reply,
     target,
     tls_context,
+    token_bucket,
     unreachable_message,
 )
 
@@ -158,6 +163,7 @@ class KubeClient:
         timeout: float = 30.0,
         pool_size: int = 64,
         user_agent: str = "py-scheduler",
+        by_priority: bool = False,
     ) -> None:
         self.configuration = configuration
         self.qps = qps
@@ -165,7 +171,8 @@ class KubeClient:
         self.timeout = timeout
         self.pool_size = pool_size
         self.user_agent = user_agent
-        self.bucket = TokenBucket(qps, burst)
+        # apiCallOrder: Priority: waiting calls go by the priority of the pod they are about
+        self.bucket = token_bucket(qps, burst, by_priority=by_priority)
         self._session: aiohttp.ClientSession | None = None
         self._pool: ConnectionPool | None = None
         self._base = str(configuration.host).rstrip("/")
@@ -204,7 +211,8 @@ class KubeClient:
         return headers
 
     def derive(self, *, qps: float, burst: int, pool_size: int = 4) -> KubeClient:
-        """A sibling with the same credentials, its own connection pool and rate budget."""
+        """A sibling with the same credentials, its own connection pool and rate budget
+        (its waiting calls in the order they came)."""
         return KubeClient(
             self.configuration,
             qps=qps,
@@ -250,8 +258,8 @@ class KubeClient:
         return str(auth["value"]) if auth else None
 
     # ------------------------------------------------------------------ requests
-    async def _take_token(self) -> None:
-        await self.bucket.take()
+    async def _take_token(self, priority: int | None = None) -> None:
+        await self.bucket.take(priority)
 
     async def _send(
         self,
@@ -262,8 +270,9 @@ class KubeClient:
         body: Any,
         content_type: str,
         timeout: aiohttp.ClientTimeout,
+        priority: int | None,
     ) -> aiohttp.ClientResponse:
-        await self._take_token()
+        await self._take_token(priority)
         url = self._base + target(path, query)
         try:
             return await self._get_session().request(
@@ -288,16 +297,25 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: float | None = None,
         loads: Callable[[bytes], Any] = loads_json,
+        priority: int | None = None,
     ) -> dict[str, Any]:
         """One API call after the rate limiter; the JSON body decoded by ``loads`` (``{}``
         when empty). Raises ApiError (NotFound, Conflict, ... Unreachable). Through the
-        keep-alive pool (``scheduler.kube.http1``), or aiohttp when a proxy is in the way."""
+        keep-alive pool (``scheduler.kube.http1``), or aiohttp when a proxy is in the way.
+        ``priority``: that of the pod the call is about, for ``apiCallOrder: Priority``
+        (None: about no pod)."""
         if self._proxy is not None:
             status, data = await self._request_via_session(
-                method, path, query=query, body=body, content_type=content_type, timeout=timeout
+                method,
+                path,
+                query=query,
+                body=body,
+                content_type=content_type,
+                timeout=timeout,
+                priority=priority,
             )
         else:
-            await self._take_token()
+            await self._take_token(priority)
             try:
                 status, data = await self._get_pool().request(
                     method,
@@ -319,10 +337,17 @@ class KubeClient:
         body: Any,
         content_type: str,
         timeout: float | None,
+        priority: int | None,
     ) -> tuple[int, bytes]:
         limit = aiohttp.ClientTimeout(total=timeout or self.timeout)
         resp = await self._send(
-            method, path, query=query, body=body, content_type=content_type, timeout=limit
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=limit,
+            priority=priority,
         )
         try:
             async with resp:
@@ -376,7 +401,13 @@ class KubeClient:
     ) -> AsyncIterator[bytes]:
         limit = aiohttp.ClientTimeout(total=None, sock_connect=self.timeout, sock_read=read_timeout)
         resp = await self._send(
-            "GET", path, query=query, body=None, content_type="application/json", timeout=limit
+            "GET",
+            path,
+            query=query,
+            body=None,
+            content_type="application/json",
+            timeout=limit,
+            priority=None,
         )
         async with resp:
             if resp.status >= 300:

@@ -203,6 +203,7 @@ class EventRecorder:
                 body=patch,
                 content_type=STRATEGIC,
                 loads=ignore_reply,
+                priority=pod.priority,
             )
         except ApiError as e:
             if e.status != 404:

@@ -166,8 +166,10 @@ class PreemptionExecutor:
             # Default grace period; the uid guard never deletes a re-created namesake.
             options["preconditions"] = {"uid": victim.uid}
         try:
-            await self._call("PATCH", path + "/status", disruption_patch(victim), STRATEGIC)
-            await self._call("DELETE", path, options, "application/json")
+            # Under apiCallOrder: Priority these calls wait as the preemptor's.
+            rank = preemptor.priority
+            await self._call("PATCH", path + "/status", disruption_patch(victim), STRATEGIC, rank)
+            await self._call("DELETE", path, options, "application/json", rank)
         except ApiError as e:
             if e.status != 404:
                 raise
@@ -181,12 +183,19 @@ class PreemptionExecutor:
             related=preemptor,
         )
 
-    async def _call(self, method: str, path: str, body: Any, content_type: str) -> None:
+    async def _call(
+        self, method: str, path: str, body: Any, content_type: str, priority: int
+    ) -> None:
         delay = self.retry_delay
         for attempt in range(1, CALL_TRIES + 1):
             try:
                 await self.client.request(
-                    method, path, body=body, content_type=content_type, loads=ignore_reply
+                    method,
+                    path,
+                    body=body,
+                    content_type=content_type,
+                    loads=ignore_reply,
+                    priority=priority,
                 )
                 return
             except ApiError as e:

@@ -232,3 +232,39 @@ def test_a_pod_needing_a_node_feature_waits_for_a_node_that_declares_it(
         later, {"status": {"declaredFeatures": ["RestartAllContainersOnContainerExits"]}}
     )
     assert kit.wait_bound("restarts-all") == later, f"{plain} declares nothing"
+
+
+def test_with_api_call_order_priority_a_high_pod_s_binding_passes_lower_ones_waiting(
+    kit: Kit,
+    spawn_scheduler,
+) -> None:
+    """``apiCallOrder: Priority`` at one call a second: twelve low pods are assumed at once
+    and their Bindings wait at the rate limit; a high-priority pod created once the first
+    of them is bound is bound next, ahead of the lower pods' waiting Bindings (client-go's
+    order, ``Arrival``, would bind it after all of them). Nothing is lost: every low pod is
+    bound in the end."""
+    name = f"callorder-{kit.ns}"
+    (node,) = kit.nodes(1, cpu="8", pods=20)
+    low = kit.priority_class(10)
+    high = kit.priority_class(1000)
+    sched = spawn_scheduler(
+        name=name,
+        config={"apiCallOrder": "Priority", "clientConnection": {"qps": 1, "burst": 1}},
+    )
+    lows = [f"low-{i:02d}" for i in range(12)]
+    for pod in lows:
+        kit.create(pod, scheduler=name, priority_class=low)
+
+    def bound_lows() -> list[str]:
+        return [p["metadata"]["name"] for p in kit.pods() if p["spec"].get("nodeName")]
+
+    # The first Binding landed: the loop, which assumes a pod in milliseconds, has had a
+    # second at least to assume all twelve, whose Bindings now wait for their tokens.
+    wait_for(lambda: bound_lows(), 30, "a low pod bound")
+    kit.create("high", scheduler=name, priority_class=high)
+    assert kit.wait_bound("high", timeout=30) == node
+    waiting = [p for p in lows if not kit.node_of(p)]
+    assert len(waiting) >= 5, f"the high pod was bound after {12 - len(waiting)} low pods"
+    for pod in lows:
+        assert kit.wait_bound(pod, timeout=60) == node
+    assert sched.alive

@@ -61,6 +61,7 @@ def test_defaults() -> None:
     assert cfg.fit == NodeResourcesFitArgs()
     assert cfg.leader_election == LeaderElectionConfig()
     assert (cfg.qps, cfg.burst) == (50.0, 100)
+    assert cfg.api_call_order == "Arrival"  # client-go's order
 
 
 def test_top_level_fields() -> None:
@@ -72,6 +73,7 @@ def test_top_level_fields() -> None:
             "podMaxBackoffSeconds": 20,
             "parallelism": 16,
             "asyncPreemption": False,
+            "apiCallOrder": "Priority",
             "httpBindAddress": "0.0.0.0",
             "httpPort": 8080,
             "clientConnection": {"qps": 20, "burst": 40, "kubeconfig": "/x"},
@@ -80,6 +82,7 @@ def test_top_level_fields() -> None:
     assert cfg.percentage_of_nodes_to_score == 50
     assert (cfg.pod_initial_backoff_seconds, cfg.pod_max_backoff_seconds) == (2.0, 20.0)
     assert cfg.async_preemption is False
+    assert cfg.api_call_order == "Priority"
     assert (cfg.http_bind_address, cfg.http_port) == ("0.0.0.0", 8080)
     assert (cfg.qps, cfg.burst) == (20.0, 40)
 
@@ -363,6 +366,8 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             id="max backoff below initial",
         ),
         pytest.param({**API, "asyncPreemption": "yes"}, "asyncPreemption", id="string for bool"),
+        pytest.param({**API, "apiCallOrder": "priority"}, "apiCallOrder", id="unknown call order"),
+        pytest.param({**API, "apiCallOrder": 1}, "apiCallOrder", id="call order not a string"),
         pytest.param({**API, "httpPort": 70000}, "httpPort", id="port out of range"),
         pytest.param(
             {**API, "secureServing": {"certFile": "/tls/tls.crt"}},

@@ -1,8 +1,9 @@
 """A recording stand-in for ``KubeClient`` (no network) for the live layer's unit tests.
 
-Every call is recorded as ``(method, path, body)``. Failures are scripted per
-``(method, path suffix)``; LIST answers come from ``lists``; a watch stream yields the lines
-queued with ``push`` until ``end_stream`` (or a scripted error). ``derive`` returns the same
+Every call is recorded as ``(method, path, body)``, and in ``priorities`` with the priority
+it was made with. Failures are scripted per ``(method, path suffix)``; LIST answers come from
+``lists``; a watch stream yields the lines queued with ``push`` until ``end_stream`` (or a
+scripted error). ``derive`` returns the same
 object, so events, leases and bindings land in one log.
 """
 
@@ -24,6 +25,8 @@ class FakeKube:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str, Any]] = []
+        # (method, path, priority): the priority each call was made with (apiCallOrder)
+        self.priorities: list[tuple[str, str, int | None]] = []
         self.failures: dict[tuple[str, str], list[ApiError]] = defaultdict(list)
         self.replies: dict[tuple[str, str], dict[str, Any]] = {}
         self.lists: dict[str, list[dict[str, Any]]] = {}  # path -> pages
@@ -56,9 +59,11 @@ class FakeKube:
         content_type: str = "application/json",
         timeout: float | None = None,
         loads: Any = None,  # replies here are objects already
+        priority: int | None = None,
     ) -> dict[str, Any]:
         await asyncio.sleep(0)
         self.calls.append((method, path, body))
+        self.priorities.append((method, path, priority))
         err = self._failure(method, path)
         if err is not None:
             raise err

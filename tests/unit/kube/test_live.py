@@ -546,6 +546,42 @@ def test_async_preemption_marks_deletes_and_reports_victims_then_releases_the_pr
     _run(go())
 
 
+def test_each_call_carries_the_priority_of_its_pod_and_a_victim_s_calls_the_preemptor_s() -> None:
+    """What ``apiCallOrder: Priority`` orders by (the main client's ``request(priority=)``)."""
+
+    async def go() -> None:
+        h = Harness()
+        objs = _preemption_cluster(h)
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "preempting"
+        await h.drain()
+        h.event("pods", "DELETED", objs["low-1"])
+        h.s.clock.step(30)  # type: ignore[attr-defined]
+        h.core.flush()
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "assumed"
+        await h.drain()
+        pods = "/api/v1/namespaces/default/pods"
+        made = {(m, p): prio for m, p, prio in h.api.priorities if p.startswith(pods)}
+        assert made == {
+            # the victim's DisruptionTarget and its deletion wait as the preemptor's calls
+            ("PATCH", f"{pods}/low-1/status"): 1000,
+            ("DELETE", f"{pods}/low-1"): 1000,
+            ("PATCH", f"{pods}/high/status"): 1000,  # its nomination
+            ("POST", f"{pods}/high/binding"): 1000,
+        }
+
+        h2 = Harness()
+        h2.event("nodes", "ADDED", make_node("n1").obj())
+        h2.event("pods", "ADDED", make_pod("p").req(cpu="1").priority(7).obj())
+        r = h2.core.schedule_one()
+        assert r is not None and r.outcome == "assumed"
+        await h2.drain()
+        assert ("POST", f"{pods}/p/binding", 7) in h2.api.priorities
+
+    _run(go())
+
+
 def test_sync_preemption_makes_the_loop_wait_for_the_calls() -> None:
     async def go() -> None:
         h = Harness(async_preemption=False)

@@ -894,7 +894,7 @@ def render_markdown(results: Mapping[str, Any]) -> str:
                 [
                     r["size"],
                     r["qps_mode"],
-                    r["scheduler"] + (" (profiled)" if r.get("profiled") else ""),
+                    _scheduler_label(r),
                     r.get("nodes"),
                     r.get("pods"),
                     r.get("bound"),
@@ -917,6 +917,8 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             ),
         )
         md += ["", _TREE_NOTE + " " + _CONTROL_PLANE_NOTE, ""]
+        if scenario == "deployments":
+            md += _render_classes(tp)
         backlog = [r for r in tp if r.get("qps_mode") == "backlog"]
         if backlog:
             md += [
@@ -1044,6 +1046,51 @@ def render_markdown(results: Mapping[str, Any]) -> str:
     return "\n".join(md).rstrip() + "\n"
 
 
+def _scheduler_label(r: Mapping[str, Any]) -> str:
+    """The scheduler of a run, with the configuration fields the benchmark set for it
+    (``--py-config``) and whether it was profiled."""
+    label = str(r.get("scheduler"))
+    config = r.get("py_config") or {}
+    if config:
+        label += " (" + ", ".join(f"{k}: {v}" for k, v in config.items()) + ")"
+    return label + (" (profiled)" if r.get("profiled") else "")
+
+
+def _render_classes(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The Deployments' client latency by PriorityClass, a row per run (none for records
+    from before it was kept)."""
+    rows = [r for r in runs if r.get("latency_by_class")]
+    if not rows:
+        return []
+    classes = list(rows[0]["latency_by_class"])
+    md = [
+        "By PriorityClass: the client latency (the pod's appearance to its bind), p50 / p99 "
+        "s. Both schedulers pop their queue by priority; calls waiting at the client's rate "
+        "limit leave in the order they came, unless py-scheduler's `apiCallOrder: Priority` "
+        "is set.",
+        "",
+    ]
+    md += _table(
+        ["size", "client QPS", "scheduler", *classes],
+        (
+            [
+                r["size"],
+                r["qps_mode"],
+                _scheduler_label(r),
+                *(
+                    " / ".join(
+                        "-" if (v := _lat(r["latency_by_class"], c, q)) is None else f"{v:.2f}"
+                        for q in ("p50", "p99")
+                    )
+                    for c in classes
+                ),
+            ]
+            for r in rows
+        ),
+    )
+    return [*md, ""]
+
+
 def api_call_differences(
     runs: Sequence[Mapping[str, Any]], threshold: float = 0.05
 ) -> list[list[Any]]:
@@ -1150,7 +1197,7 @@ def _render_cpu_limited(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                 r.get("scenario"),
                 r.get("size"),
                 r.get("qps_mode"),
-                str(r.get("scheduler")) + (" (profiled)" if r.get("profiled") else ""),
+                _scheduler_label(r),
                 str(r.get("cpu_limit"))
                 + (" (main process)" if r.get("cpu_limit_scope") == "main" else ""),
                 r.get("pods"),

@@ -72,7 +72,7 @@ Usage:
         [--scenarios throughput,deployments,preemption] [--modes defaults,equal,backlog]
         [--schedulers kube,py] [--repeat N] [--paced-repeat N] [--unthrottled-repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
-        [--scheduler-cpus CORES [--limit-main-only]]
+        [--scheduler-cpus CORES [--limit-main-only]] [--py-config FIELD=VALUE ...]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
 """
 
@@ -870,6 +870,7 @@ class PySchedulerProc(SchedulerProc):
         cprofile_out: Path | None = None,
         source: Path | None = None,
         python: Path | None = None,
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(workdir, kubeconfig, qps)
         self.cprofile_out = cprofile_out
@@ -887,6 +888,7 @@ class PySchedulerProc(SchedulerProc):
         }
         if qps is not None:
             self.config["clientConnection"] = {"qps": qps, "burst": qps}
+        self.config.update(extra or {})  # --py-config
         self.config_path = workdir / "py-scheduler.yaml"
         self.config_path.write_text(yaml.safe_dump(self.config))
 
@@ -1381,7 +1383,13 @@ class Bench:
             )
         else:
             proc = PySchedulerProc(
-                run_dir, self.kubeconfig, qps, cprofile_out, self.py_source, self.py_python
+                run_dir,
+                self.kubeconfig,
+                qps,
+                cprofile_out,
+                self.py_source,
+                self.py_python,
+                self.args.py_config,
             )
         proc.cpu_limit = self.cpu_limit
         return proc
@@ -1795,6 +1803,7 @@ class Bench:
             latency_client_sketch=H.quantile_sketch(client_lat),
             latency_server_sketch=H.quantile_sketch(server_lat, digits=1),
             latency_due=H.summarize(due_lat) if due_lat else None,
+            latency_by_class=_latency_by_class(bound),
             bound_curve=H.completion_curve([r.bound for r in bound.values() if r.bound], first),
             created_curve=H.completion_curve(added, first),
             limiter_start_ms=_limiter_start_ms(mode, bound, first),
@@ -2016,6 +2025,8 @@ class Bench:
                                 run = self._one(scenario, size, mode, which)
                                 if repeats > 1:
                                     run["repeat"] = rep + 1
+                                if which == H.PY and args.py_config:
+                                    run["py_config"] = args.py_config
                                 self.results["runs"].append(run)
                                 self.save()
             tool = self._profile_tool()
@@ -2453,6 +2464,29 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _latency_by_class(bound: Mapping[str, PodRecord]) -> dict[str, Any]:
+    """The Deployments' client latency (appearance to bound) per PriorityClass: pods are
+    named ``dep-<index>-<rs>-<id>`` and Deployment ``index`` has class ``index % 3``."""
+    by: dict[str, list[float]] = {name: [] for name, _ in DEPLOYMENT_CLASSES}
+    for name, r in bound.items():
+        if not (r.bound and r.added):
+            continue
+        index = int(name.split("-")[1])
+        by[DEPLOYMENT_CLASSES[index % len(DEPLOYMENT_CLASSES)][0]].append(r.bound - r.added)
+    return {name: H.summarize(values) for name, values in by.items()}
+
+
+def _config_field(text: str) -> tuple[str, Any]:
+    """--py-config: ``FIELD=VALUE``, the value read as YAML (``asyncPreemption=false``)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected FIELD=VALUE, got {text!r}")
+    try:
+        return name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as e:
+        raise argparse.ArgumentTypeError(f"{name}: the value is not YAML: {e}") from None
+
+
 def _cores(text: str) -> float:
     """--scheduler-cpus: 0 (no limit) or a CPU limit cfs_bandwidth accepts."""
     try:
@@ -2534,6 +2568,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "extracted to a snapshot, so that edits made during a long run do not change it",
     )
     ap.add_argument(
+        "--py-config",
+        type=_config_field,
+        action="append",
+        default=[],
+        metavar="FIELD=YAML",
+        help="a top-level field of py-scheduler's configuration for every py-scheduler run, "
+        "e.g. apiCallOrder=Priority (repeatable; recorded in each of its runs)",
+    )
+    ap.add_argument(
         "--py-deps",
         choices=("image", "dev"),
         default="image",
@@ -2586,6 +2629,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     if args.limit_main_only and not args.scheduler_cpus:
         ap.error("--limit-main-only needs --scheduler-cpus")
+    args.py_config = dict(args.py_config)
     return args
 
 

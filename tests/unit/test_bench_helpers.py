@@ -769,3 +769,35 @@ def test_api_calls_where_the_schedulers_differ() -> None:
     assert got[0] == "| deployments | large | defaults | POST events | 1.22 | 1.30 |"
     assert len(got) == 3
     assert "API server calls per pod" not in H.render_markdown({"meta": {}, "runs": RUNS})
+
+
+def test_deployments_by_priority_class_and_the_py_config_of_a_run() -> None:
+    lat = {"count": 1, "p50": 1.0, "p99": 2.0}
+    runs = [
+        {
+            "scenario": "deployments",
+            "size": "large",
+            "qps_mode": "defaults",
+            "scheduler": H.KUBE,
+            "latency_by_class": {"bench-dep-low": lat, "bench-dep-high": lat},
+        },
+        {
+            "scenario": "deployments",
+            "size": "large",
+            "qps_mode": "defaults",
+            "scheduler": H.PY,
+            "py_config": {"apiCallOrder": "Priority"},
+            "latency_by_class": {
+                "bench-dep-low": {"count": 1, "p50": 3.0, "p99": 9.5},
+                "bench-dep-high": {"count": 1, "p50": 0.1, "p99": 0.25},
+            },
+        },
+    ]
+    md = H.render_markdown({"meta": {}, "runs": runs})
+    assert "| size | client QPS | scheduler | bench-dep-low | bench-dep-high |" in md
+    assert "| large | defaults | kube-scheduler | 1.00 / 2.00 | 1.00 / 2.00 |" in md
+    row = "| large | defaults | py-scheduler (apiCallOrder: Priority) | 3.00 / 9.50 | 0.10 / 0.25 |"
+    assert row in md
+    # records from before the classes were kept: no such table
+    old = [{k: v for k, v in r.items() if k != "latency_by_class"} for r in runs]
+    assert "By PriorityClass" not in H.render_markdown({"meta": {}, "runs": old})

@@ -302,3 +302,34 @@ def test_the_next_run_starts_after_the_last_ones_namespace_is_gone(
     bench.api = api
     bench.drop_namespace("bench-r1", timeout=0.0)
     assert "namespace bench-r1 still there after 0s" in capsys.readouterr().err
+
+
+def test_py_config_fields_reach_py_scheduler_s_configuration(tmp_path: Path) -> None:
+    args = B.parse_args(["--py-config", "apiCallOrder=Priority", "--py-config", "httpPort=0"])
+    assert args.py_config == {"apiCallOrder": "Priority", "httpPort": 0}
+    assert B.parse_args([]).py_config == {}
+    for bad in ("apiCallOrder", "=Priority", "x=[1"):
+        with pytest.raises(SystemExit):
+            B.parse_args(["--py-config", bad])
+    proc = B.PySchedulerProc(
+        tmp_path, tmp_path / "kubeconfig", 50, extra={"apiCallOrder": "Priority"}
+    )
+    import yaml
+
+    written = yaml.safe_load(proc.config_path.read_text())
+    assert written["apiCallOrder"] == "Priority"
+    assert written["clientConnection"] == {"qps": 50, "burst": 50}
+
+
+def test_deployments_latency_is_kept_per_priority_class() -> None:
+    pods = {
+        "dep-000-abc-x1": B.PodRecord(added=10.0, bound=11.0),  # index 0: low
+        "dep-003-abc-x2": B.PodRecord(added=10.0, bound=13.0),  # index 3: low
+        "dep-002-abc-x3": B.PodRecord(added=10.0, bound=10.5),  # index 2: high
+        "dep-001-abc-x4": B.PodRecord(added=10.0, bound=None),  # not bound: not counted
+    }
+    by = B._latency_by_class(pods)
+    assert list(by) == [name for name, _ in B.DEPLOYMENT_CLASSES]
+    assert by["bench-dep-low"]["count"] == 2 and by["bench-dep-low"]["max"] == 3.0
+    assert by["bench-dep-mid"]["count"] == 0
+    assert by["bench-dep-high"]["p50"] == 0.5

@@ -808,6 +808,15 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             if (meta.get("args") or {}).get("fresh_nodes", True)
             else "made once and kept from run to run (emptied and checked Ready before each)"
         ),
+        *(
+            [
+                "- py-scheduler's configuration set by the benchmark (`--py-config`; the "
+                "ratios below are of these runs): "
+                + ", ".join(f"`{k}: {v}`" for k, v in py_config.items())
+            ]
+            if (py_config := (meta.get("args") or {}).get("py_config"))
+            else []
+        ),
         f"- load average before / after: {meta.get('loadavg_start', '-')} / "
         f"{meta.get('loadavg_end', '-')} (other work on the machine adds noise)",
         "",

@@ -794,10 +794,14 @@ def test_deployments_by_priority_class_and_the_py_config_of_a_run() -> None:
         },
     ]
     md = H.render_markdown({"meta": {}, "runs": runs})
+    assert "--py-config" not in md
     assert "| size | client QPS | scheduler | bench-dep-low | bench-dep-high |" in md
     assert "| large | defaults | kube-scheduler | 1.00 / 2.00 | 1.00 / 2.00 |" in md
     row = "| large | defaults | py-scheduler (apiCallOrder: Priority) | 3.00 / 9.50 | 0.10 / 0.25 |"
     assert row in md
+    meta = {"args": {"py_config": {"apiCallOrder": "Priority"}}}
+    header = H.render_markdown({"meta": meta, "runs": runs})
+    assert "(`--py-config`; the ratios below are of these runs): `apiCallOrder: Priority`" in header
     # records from before the classes were kept: no such table
     old = [{k: v for k, v in r.items() if k != "latency_by_class"} for r in runs]
     assert "By PriorityClass" not in H.render_markdown({"meta": {}, "runs": old})

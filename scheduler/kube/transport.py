@@ -46,10 +46,13 @@ class TokenBucket:
         self.tokens = self.capacity
         self.stamp = time.monotonic()
 
-    def delay(self) -> float:
+    def _refill(self) -> None:
         now = time.monotonic()
         self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
         self.stamp = now
+
+    def delay(self) -> float:
+        self._refill()
         self.tokens -= 1.0
         return 0.0 if self.tokens >= 0 else -self.tokens / self.rate
 
@@ -89,11 +92,6 @@ class PriorityTokenBucket(TokenBucket):
         self._queue: list[tuple[int, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
         self._timer: asyncio.TimerHandle | None = None
-
-    def _refill(self) -> None:
-        now = time.monotonic()
-        self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-        self.stamp = now
 
     def _drop_cancelled(self) -> None:
         while self._queue and self._queue[0][2].done():

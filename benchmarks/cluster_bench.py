@@ -2034,6 +2034,8 @@ class Bench:
                 size = sizes[-1]
                 log(f"profiling py-scheduler with {tool} in an extra throughput run ({size.name})")
                 rec = self.throughput(size, "equal", H.PY, profile=tool)
+                if args.py_config:
+                    rec["py_config"] = args.py_config
                 self.results["runs"].append(rec)
                 self.results["profile"] = self._summarize_profile(tool)
                 self.save()

@@ -45,7 +45,6 @@ from scheduler.decode import loads_json
 from scheduler.kube.errors import ApiError, Unreachable, error_for_status
 from scheduler.kube.http1 import ConnectionPool, HttpError
 from scheduler.kube.transport import (
-    TokenBucket,
     detail,
     ignore_reply,
     read_reply,
@@ -57,7 +56,6 @@ from scheduler.kube.transport import (
 
 __all__ = [
     "KubeClient",
-    "TokenBucket",
     "context_namespace",
     "ignore_reply",
     "load_configuration",

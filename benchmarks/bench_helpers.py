@@ -817,6 +817,15 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             if (py_config := (meta.get("args") or {}).get("py_config"))
             else []
         ),
+        *(
+            [
+                "- kube-scheduler's configuration set by the benchmark (`--kube-config`; the "
+                "ratios below are of these runs): "
+                + ", ".join(f"`{k}: {v}`" for k, v in kube_config.items())
+            ]
+            if (kube_config := (meta.get("args") or {}).get("kube_config"))
+            else []
+        ),
         f"- load average before / after: {meta.get('loadavg_start', '-')} / "
         f"{meta.get('loadavg_end', '-')} (other work on the machine adds noise)",
         "",
@@ -1057,9 +1066,9 @@ def render_markdown(results: Mapping[str, Any]) -> str:
 
 def _scheduler_label(r: Mapping[str, Any]) -> str:
     """The scheduler of a run, with the configuration fields the benchmark set for it
-    (``--py-config``) and whether it was profiled."""
+    (``--py-config``, ``--kube-config``) and whether it was profiled."""
     label = str(r.get("scheduler"))
-    config = r.get("py_config") or {}
+    config = r.get("py_config") or r.get("kube_config") or {}
     if config:
         label += " (" + ", ".join(f"{k}: {v}" for k, v in config.items()) + ")"
     return label + (" (profiled)" if r.get("profiled") else "")

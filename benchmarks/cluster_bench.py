@@ -73,6 +73,7 @@ Usage:
         [--schedulers kube,py] [--repeat N] [--paced-repeat N] [--unthrottled-repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
         [--scheduler-cpus CORES [--limit-main-only]] [--py-config FIELD=VALUE ...]
+        [--kube-config FIELD=VALUE ...]
     python benchmarks/cluster_bench.py --replot DIR    # results.md + plots from results.json
 """
 
@@ -825,6 +826,7 @@ class KubeSchedulerProc(SchedulerProc):
         qps: int | None,
         bin_dir: Path,
         extra_args: Sequence[str] = (),
+        extra: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(workdir, kubeconfig, qps)
         self.binary = bin_dir / "kube-scheduler"
@@ -839,6 +841,7 @@ class KubeSchedulerProc(SchedulerProc):
             "leaderElection": {"leaderElect": False},
             "profiles": [{"schedulerName": self.scheduler_name}],
         }
+        set_fields(self.config, extra or {})  # --kube-config
         self.config_path = workdir / "kube-scheduler.yaml"
         self.config_path.write_text(yaml.safe_dump(self.config))
         self._insecure = ssl.create_default_context()
@@ -888,7 +891,7 @@ class PySchedulerProc(SchedulerProc):
         }
         if qps is not None:
             self.config["clientConnection"] = {"qps": qps, "burst": qps}
-        self.config.update(extra or {})  # --py-config
+        set_fields(self.config, extra or {})  # --py-config
         self.config_path = workdir / "py-scheduler.yaml"
         self.config_path.write_text(yaml.safe_dump(self.config))
 
@@ -1379,7 +1382,12 @@ class Bench:
         proc: SchedulerProc
         if which == H.KUBE:
             proc = KubeSchedulerProc(
-                run_dir, self.kubeconfig, qps, self.bin_dir, shlex.split(self.args.kube_args)
+                run_dir,
+                self.kubeconfig,
+                qps,
+                self.bin_dir,
+                shlex.split(self.args.kube_args),
+                self.args.kube_config,
             )
         else:
             proc = PySchedulerProc(
@@ -2027,6 +2035,8 @@ class Bench:
                                     run["repeat"] = rep + 1
                                 if which == H.PY and args.py_config:
                                     run["py_config"] = args.py_config
+                                if which == H.KUBE and args.kube_config:
+                                    run["kube_config"] = args.kube_config
                                 self.results["runs"].append(run)
                                 self.save()
             tool = self._profile_tool()
@@ -2479,14 +2489,30 @@ def _latency_by_class(bound: Mapping[str, PodRecord]) -> dict[str, Any]:
 
 
 def _config_field(text: str) -> tuple[str, Any]:
-    """--py-config: ``FIELD=VALUE``, the value read as YAML (``asyncPreemption=false``)."""
+    """--py-config / --kube-config: ``FIELD=VALUE``, the value read as YAML
+    (``asyncPreemption=false``); a dotted FIELD names a nested one
+    (``clientConnection.contentType=application/json``)."""
     name, sep, value = text.partition("=")
-    if not sep or not name.strip():
+    if not sep or not name.strip() or "" in name.strip().split("."):
         raise argparse.ArgumentTypeError(f"expected FIELD=VALUE, got {text!r}")
     try:
         return name.strip(), yaml.safe_load(value)
     except yaml.YAMLError as e:
         raise argparse.ArgumentTypeError(f"{name}: the value is not YAML: {e}") from None
+
+
+def set_fields(config: dict[str, Any], fields: Mapping[str, Any]) -> None:
+    """Each ``--py-config`` / ``--kube-config`` field set in a scheduler's configuration, a
+    dotted name in the mappings it names (made where missing)."""
+    for dotted, value in fields.items():
+        *parents, last = dotted.split(".")
+        at = config
+        for key in parents:
+            inner = at.setdefault(key, {})
+            if not isinstance(inner, dict):
+                raise SystemExit(f"--py-config/--kube-config {dotted}: {key} is not a mapping")
+            at = inner
+        at[last] = value
 
 
 def _cores(text: str) -> float:
@@ -2575,8 +2601,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="FIELD=YAML",
-        help="a top-level field of py-scheduler's configuration for every py-scheduler run, "
-        "e.g. apiCallOrder=Priority (repeatable; recorded in each of its runs)",
+        help="a field of py-scheduler's configuration for every py-scheduler run, e.g. "
+        "apiCallOrder=Priority (dotted for a nested one; repeatable; recorded in each run)",
+    )
+    ap.add_argument(
+        "--kube-config",
+        type=_config_field,
+        action="append",
+        default=[],
+        metavar="FIELD=YAML",
+        help="a field of kube-scheduler's KubeSchedulerConfiguration for every kube-scheduler "
+        "run, e.g. clientConnection.contentType=application/json (dotted for a nested one; "
+        "repeatable; recorded in each run)",
     )
     ap.add_argument(
         "--py-deps",
@@ -2632,6 +2668,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.limit_main_only and not args.scheduler_cpus:
         ap.error("--limit-main-only needs --scheduler-cpus")
     args.py_config = dict(args.py_config)
+    args.kube_config = dict(args.kube_config)
     return args
 
 

@@ -802,6 +802,15 @@ def test_deployments_by_priority_class_and_the_py_config_of_a_run() -> None:
     meta = {"args": {"py_config": {"apiCallOrder": "Priority"}}}
     header = H.render_markdown({"meta": meta, "runs": runs})
     assert "(`--py-config`; the ratios below are of these runs): `apiCallOrder: Priority`" in header
+    kube = {**runs[0], "kube_config": {"clientConnection.contentType": "application/json"}}
+    md = H.render_markdown(
+        {"meta": {"args": {"kube_config": kube["kube_config"]}}, "runs": [kube, runs[1]]}
+    )
+    assert (
+        "| large | defaults | kube-scheduler (clientConnection.contentType: application/json) |"
+        in md
+    )
+    assert "(`--kube-config`; the ratios below are of these runs): `clientConnection." in md
     # records from before the classes were kept: no such table
     old = [{k: v for k, v in r.items() if k != "latency_by_class"} for r in runs]
     assert "By PriorityClass" not in H.render_markdown({"meta": {}, "runs": old})

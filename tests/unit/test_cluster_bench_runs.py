@@ -321,6 +321,39 @@ def test_py_config_fields_reach_py_scheduler_s_configuration(tmp_path: Path) -> 
     assert written["clientConnection"] == {"qps": 50, "burst": 50}
 
 
+def test_kube_config_fields_reach_kube_scheduler_s_configuration_dotted(tmp_path: Path) -> None:
+    args = B.parse_args(
+        ["--kube-config", "clientConnection.contentType=application/json", "--kube-config", "a.b=1"]
+    )
+    assert args.kube_config == {"clientConnection.contentType": "application/json", "a.b": 1}
+    assert B.parse_args([]).kube_config == {}
+    for bad in ("clientConnection.=x", ".x=1", "a..b=1"):
+        with pytest.raises(SystemExit):
+            B.parse_args(["--kube-config", bad])
+    proc = B.KubeSchedulerProc(
+        tmp_path,
+        tmp_path / "kubeconfig",
+        50,
+        tmp_path,
+        extra={"clientConnection.contentType": "application/json", "percentageOfNodesToScore": 0},
+    )
+    import yaml
+
+    written = yaml.safe_load(proc.config_path.read_text())
+    assert written["clientConnection"] == {
+        "kubeconfig": str(tmp_path / "kubeconfig"),
+        "qps": 50,
+        "burst": 50,
+        "contentType": "application/json",
+    }
+    assert written["percentageOfNodesToScore"] == 0
+    # a dotted field under one that is not a mapping: a clear stop, nothing overwritten
+    with pytest.raises(SystemExit, match=r"leaderElection\.leaderElect\.x: leaderElect"):
+        B.KubeSchedulerProc(
+            tmp_path, tmp_path / "kc", None, tmp_path, extra={"leaderElection.leaderElect.x": 1}
+        )
+
+
 def test_deployments_latency_is_kept_per_priority_class() -> None:
     pods = {
         "dep-000-abc-x1": B.PodRecord(added=10.0, bound=11.0),  # index 0: low

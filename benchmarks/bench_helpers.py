@@ -1155,8 +1155,9 @@ def _render_api_calls(runs: Sequence[Mapping[str, Any]]) -> list[str]:
         "encoding it asked for) and its requests to etcd (`etcd_requests_total`), per pod, "
         "medians of each cell's runs; only the counters where the two differ by more than "
         "5% (and by 0.01 per pod, or 10 bytes), and the watch bytes summed. kube-scheduler "
-        "talks protobuf, py-scheduler JSON; kwok's node heartbeats (`PATCH nodes/status`) "
-        "fall into some runs and not others.",
+        "talks protobuf (unless `--kube-config clientConnection.contentType=...` said "
+        "otherwise: see its label), py-scheduler JSON; kwok's node heartbeats "
+        "(`PATCH nodes/status`) fall into some runs and not others.",
         "",
     ]
     md += _table(

@@ -2,7 +2,9 @@
 
 Owns parsing and validation of the config file and the defaults. Unknown or unsupported
 fields are errors that name the field path and the file: a typo must never silently fall
-back to a default on a production scheduler. One profile is supported.
+back to a default on a production scheduler. Several profiles may be configured, as
+upstream: one queue and one cache serve them all, each pod is scheduled by the profile its
+``spec.schedulerName`` names.
 
 Our extensions (not upstream fields), documented in docs/configuration.md:
 - ``disablePreemption: true``: shorthand for disabling the DefaultPreemption postFilter.
@@ -172,10 +174,24 @@ class SchedulerConfig:
     # Out-of-tree plugins of the profile (docs/plugins.md): (name, class, args), in the
     # order they were enabled; their extension points are named in filters/scores/...
     out_of_tree: tuple[tuple[str, type, Mapping[str, Any]], ...] = ()
+    # This config is ``profiles[0]``; the other profiles follow, each a whole config whose
+    # fields outside the profile (backoff, client, leader election, serving...) are this
+    # one's. Pods choose a profile by ``spec.schedulerName``.
+    more_profiles: tuple[SchedulerConfig, ...] = ()
 
     @property
     def preemption_enabled(self) -> bool:
         return "DefaultPreemption" in self.post_filters
+
+    @property
+    def profiles(self) -> tuple[SchedulerConfig, ...]:
+        """Every profile, in the order configured (this one first)."""
+        return (self, *self.more_profiles)
+
+    @property
+    def scheduler_names(self) -> tuple[str, ...]:
+        """The profiles' names: the ``spec.schedulerName`` values of the pods we schedule."""
+        return tuple(p.scheduler_name for p in self.profiles)
 
 
 # apiCallOrder: as they came (client-go's limiter), or by the priority of the pod each is about.
@@ -409,10 +425,71 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     clash = sorted(set(external) & (set(ALL_PLUGINS) | set(ACCEPTED_NOOP) | set(BIND_PLUGINS)))
     if clash:
         raise r.fail("pluginModules", f"{clash[0]!r} is the name of an in-tree plugin")
-    ext = tuple(external)
-    external_args: dict[str, Mapping[str, Any]] = {}
 
     profiles = top.get("profiles")
+    if profiles is None or profiles == []:
+        profiles = [{}]  # upstream's defaulting: one profile, every default
+    if not isinstance(profiles, list):
+        raise r.fail("profiles", f"expected a list of profiles, got {type(profiles).__name__}")
+    disable_preemption = "disablePreemption" in top and r.boolean(
+        top["disablePreemption"], "disablePreemption"
+    )
+    parsed = [
+        _profile(r, prof, f"profiles[{i}]", external, disable_preemption)
+        for i, prof in enumerate(profiles)
+    ]
+    if len(parsed) > 1:
+        seen: dict[str, int] = {}
+        for i, (prof, pkw) in enumerate(zip(profiles, parsed, strict=True)):
+            if not isinstance(prof, Mapping) or "schedulerName" not in prof:
+                raise r.fail(
+                    f"profiles[{i}].schedulerName",
+                    "required: every profile needs a name when there is more than one",
+                )
+            name = pkw["scheduler_name"]
+            if name in seen:
+                raise r.fail(
+                    f"profiles[{i}].schedulerName",
+                    f"{name!r} is already the name of profiles[{seen[name]}]",
+                )
+            seen[name] = i
+        # As upstream's validateCommonQueueSort: one queue serves every profile, so they
+        # must all order it alike (the same QueueSort plugin, with the same args).
+        first = parsed[0]
+        for i, pkw in enumerate(parsed[1:], start=1):
+            if pkw["queue_sort"] != first["queue_sort"]:
+                raise r.fail(
+                    f"profiles[{i}].plugins.queueSort",
+                    f"must be the same for all profiles: {pkw['queue_sort']} here, "
+                    f"{first['queue_sort']} in profiles[0]",
+                )
+            if _plugin_args(pkw, pkw["queue_sort"]) != _plugin_args(first, first["queue_sort"]):
+                raise r.fail(
+                    f"profiles[{i}].pluginConfig",
+                    f"the args of queue sort plugin {pkw['queue_sort']} must be the same for "
+                    "all profiles",
+                )
+    others = tuple(SchedulerConfig(**kw, **pkw) for pkw in parsed[1:])
+    return SchedulerConfig(**kw, **parsed[0], more_profiles=others)
+
+
+def _plugin_args(pkw: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The args an out-of-tree plugin was enabled with in a parsed profile (None: in-tree)."""
+    return next((args for n, _, args in pkw["out_of_tree"] if n == name), None)
+
+
+def _profile(
+    r: _Reader,
+    raw: Any,
+    at: str,
+    external: Mapping[str, type],
+    disable_preemption: bool,
+) -> dict[str, Any]:
+    """One entry of ``profiles`` (``at`` is its path, e.g. ``profiles[1]``): the
+    SchedulerConfig fields that are the profile's own."""
+    ext = tuple(external)
+    external_args: dict[str, Mapping[str, Any]] = {}
+    kw: dict[str, Any] = {}
     filters: tuple[str, ...] = FILTER_PLUGINS
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
@@ -428,109 +505,108 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
     queue_sort: tuple[str, ...] = QUEUE_SORT_PLUGINS
     named_sorters: set[str] = set()  # enabled at queueSort itself: must implement less
     weights = dict(DEFAULT_SCORE_WEIGHTS)
-    if profiles is not None:
-        if not isinstance(profiles, list) or len(profiles) != 1:
-            raise r.fail("profiles", "exactly one profile is supported")
-        prof = r.mapping(profiles[0], "profiles[0]", {"schedulerName", "plugins", "pluginConfig"})
-        if "schedulerName" in prof:
-            kw["scheduler_name"] = r.string(prof["schedulerName"], "profiles[0].schedulerName")
-        plugins = r.mapping(
-            prof.get("plugins"),
-            "profiles[0].plugins",
-            {
-                "multiPoint",
-                "preFilter",
-                "filter",
-                "postFilter",
-                "preScore",
-                "score",
-                "queueSort",
-                "reserve",
-                "permit",
-                "preBind",
-                "bind",
-                "postBind",
-                "preEnqueue",
-            },
+    prof = r.mapping(raw, at, {"schedulerName", "plugins", "pluginConfig"})
+    if "schedulerName" in prof:
+        kw["scheduler_name"] = r.string(prof["schedulerName"], f"{at}.schedulerName")
+    else:
+        kw["scheduler_name"] = DEFAULT_SCHEDULER_NAME
+    plugins = r.mapping(
+        prof.get("plugins"),
+        f"{at}.plugins",
+        {
+            "multiPoint",
+            "preFilter",
+            "filter",
+            "postFilter",
+            "preScore",
+            "score",
+            "queueSort",
+            "reserve",
+            "permit",
+            "preBind",
+            "bind",
+            "postBind",
+            "preEnqueue",
+        },
+    )
+    if "multiPoint" in plugins:
+        mp, mp_weights = _plugin_set(
+            r,
+            plugins["multiPoint"],
+            f"{at}.plugins.multiPoint",
+            ALL_PLUGINS + BIND_PLUGINS + QUEUE_SORT_PLUGINS,
+            ALL_PLUGINS + BIND_PLUGINS + QUEUE_SORT_PLUGINS + ext,
         )
-        if "multiPoint" in plugins:
-            mp, mp_weights = _plugin_set(
-                r,
-                plugins["multiPoint"],
-                "profiles[0].plugins.multiPoint",
-                ALL_PLUGINS + BIND_PLUGINS + QUEUE_SORT_PLUGINS,
-                ALL_PLUGINS + BIND_PLUGINS + QUEUE_SORT_PLUGINS + ext,
+        # An out-of-tree plugin enabled at multiPoint joins every point (the framework
+        # wires it where it implements one).
+        extra = tuple(n for n in mp if n in external)
+        filters = tuple(n for n in filters if n in mp) + extra
+        scores = tuple(n for n in scores if n in mp) + extra
+        post_filters = tuple(n for n in post_filters if n in mp) + extra
+        pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
+        binding = dict.fromkeys(binding, extra)
+        # As upstream, DefaultBinder stays first: a Bind plugin enabled at multiPoint
+        # binds nothing unless DefaultBinder is disabled.
+        bind = tuple(n for n in bind if n in mp) + extra
+        # As upstream, a QueueSort plugin enabled at multiPoint sorts nothing unless
+        # PrioritySort is disabled: two are refused below.
+        queue_sort = tuple(n for n in queue_sort if n in mp) + extra
+        weights.update(mp_weights)
+    for point in ("preFilter", "filter"):
+        if point in plugins:
+            filters, _ = _plugin_set(
+                r, plugins[point], f"{at}.plugins.{point}", filters, FILTER_PLUGINS + ext
             )
-            # An out-of-tree plugin enabled at multiPoint joins every point (the framework
-            # wires it where it implements one).
-            extra = tuple(n for n in mp if n in external)
-            filters = tuple(n for n in filters if n in mp) + extra
-            scores = tuple(n for n in scores if n in mp) + extra
-            post_filters = tuple(n for n in post_filters if n in mp) + extra
-            pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
-            binding = dict.fromkeys(binding, extra)
-            # As upstream, DefaultBinder stays first: a Bind plugin enabled at multiPoint
-            # binds nothing unless DefaultBinder is disabled.
-            bind = tuple(n for n in bind if n in mp) + extra
-            # As upstream, a QueueSort plugin enabled at multiPoint sorts nothing unless
-            # PrioritySort is disabled: two are refused below.
-            queue_sort = tuple(n for n in queue_sort if n in mp) + extra
-            weights.update(mp_weights)
-        for point in ("preFilter", "filter"):
-            if point in plugins:
-                filters, _ = _plugin_set(
-                    r, plugins[point], f"profiles[0].plugins.{point}", filters, FILTER_PLUGINS + ext
-                )
-        for point in ("preScore", "score"):
-            if point in plugins:
-                scores, w = _plugin_set(
-                    r, plugins[point], f"profiles[0].plugins.{point}", scores, SCORE_PLUGINS + ext
-                )
-                weights.update(w)
-        if "postFilter" in plugins:
-            post_filters, _ = _plugin_set(
-                r,
-                plugins["postFilter"],
-                "profiles[0].plugins.postFilter",
-                post_filters,
-                POST_FILTER_PLUGINS + ext,
+    for point in ("preScore", "score"):
+        if point in plugins:
+            scores, w = _plugin_set(
+                r, plugins[point], f"{at}.plugins.{point}", scores, SCORE_PLUGINS + ext
             )
-        if "preEnqueue" in plugins:
-            pre_enqueue, _ = _plugin_set(
-                r,
-                plugins["preEnqueue"],
-                "profiles[0].plugins.preEnqueue",
-                pre_enqueue,
-                PRE_ENQUEUE_PLUGINS + ext,
-            )
-        for point, names in binding.items():
-            if point in plugins:
-                path = f"profiles[0].plugins.{point}"
-                binding[point], _ = _plugin_set(r, plugins[point], path, names, ext)
-        if "bind" in plugins:
-            path = "profiles[0].plugins.bind"
-            bind, _ = _plugin_set(r, plugins["bind"], path, bind, BIND_PLUGINS + ext)
-        if "queueSort" in plugins:
-            path = "profiles[0].plugins.queueSort"
-            before = set(queue_sort)
-            queue_sort, _ = _plugin_set(
-                r, plugins["queueSort"], path, queue_sort, QUEUE_SORT_PLUGINS + ext
-            )
-            named_sorters = set(queue_sort) - before
-        for i, pc in enumerate(prof.get("pluginConfig") or ()):
-            path = f"profiles[0].pluginConfig[{i}]"
-            pcm = r.mapping(pc, path, {"name", "args"})
-            name = r.string(pcm.get("name"), f"{path}.name")
-            args = pcm.get("args") or {}
-            if name == "DefaultPreemption":
-                kw["preemption"] = _preemption_args(r, args, f"{path}.args")
-            elif name == "NodeResourcesFit":
-                kw["fit"] = _fit_args(r, args, f"{path}.args")
-            elif name in external:
-                external_args[name] = r.mapping(args, f"{path}.args", None)
-            else:
-                raise r.fail(f"{path}.name", f"no supported args for plugin {name!r}")
-    if "disablePreemption" in top and r.boolean(top["disablePreemption"], "disablePreemption"):
+            weights.update(w)
+    if "postFilter" in plugins:
+        post_filters, _ = _plugin_set(
+            r,
+            plugins["postFilter"],
+            f"{at}.plugins.postFilter",
+            post_filters,
+            POST_FILTER_PLUGINS + ext,
+        )
+    if "preEnqueue" in plugins:
+        pre_enqueue, _ = _plugin_set(
+            r,
+            plugins["preEnqueue"],
+            f"{at}.plugins.preEnqueue",
+            pre_enqueue,
+            PRE_ENQUEUE_PLUGINS + ext,
+        )
+    for point, names in binding.items():
+        if point in plugins:
+            binding[point], _ = _plugin_set(r, plugins[point], f"{at}.plugins.{point}", names, ext)
+    if "bind" in plugins:
+        bind, _ = _plugin_set(r, plugins["bind"], f"{at}.plugins.bind", bind, BIND_PLUGINS + ext)
+    if "queueSort" in plugins:
+        before = set(queue_sort)
+        queue_sort, _ = _plugin_set(
+            r, plugins["queueSort"], f"{at}.plugins.queueSort", queue_sort, QUEUE_SORT_PLUGINS + ext
+        )
+        named_sorters = set(queue_sort) - before
+    configs = prof.get("pluginConfig") or []
+    if not isinstance(configs, list):
+        raise r.fail(f"{at}.pluginConfig", "expected a list of {name, args}")
+    for i, pc in enumerate(configs):
+        path = f"{at}.pluginConfig[{i}]"
+        pcm = r.mapping(pc, path, {"name", "args"})
+        name = r.string(pcm.get("name"), f"{path}.name")
+        args = pcm.get("args") or {}
+        if name == "DefaultPreemption":
+            kw["preemption"] = _preemption_args(r, args, f"{path}.args")
+        elif name == "NodeResourcesFit":
+            kw["fit"] = _fit_args(r, args, f"{path}.args")
+        elif name in external:
+            external_args[name] = r.mapping(args, f"{path}.args", None)
+        else:
+            raise r.fail(f"{path}.name", f"no supported args for plugin {name!r}")
+    if disable_preemption:
         post_filters = tuple(p for p in post_filters if p != "DefaultPreemption")
     enabled = dict.fromkeys(
         n
@@ -559,11 +635,11 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         except (ValueError, TypeError) as e:
             where = next(
                 (
-                    f"profiles[0].pluginConfig[{i}].args"
-                    for i, pc in enumerate(((profiles or [{}])[0] or {}).get("pluginConfig") or ())
+                    f"{at}.pluginConfig[{i}].args"
+                    for i, pc in enumerate(configs)
                     if isinstance(pc, Mapping) and pc.get("name") == name
                 ),
-                f"profiles[0].plugins ({name})",
+                f"{at}.plugins ({name})",
             )
             raise r.fail(where, f"plugin {name}: {e}") from e
         out_of_tree.append((name, external[name], args))
@@ -572,7 +648,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         if name in queue_sort and callable(getattr(plugin, "less", None)):
             sorters.append(name)
         elif name in named_sorters:
-            raise r.fail("profiles[0].plugins.queueSort", f"plugin {name} does not implement less")
+            raise r.fail(f"{at}.plugins.queueSort", f"plugin {name} does not implement less")
     if len(sorters) != 1:
         # Upstream: "only one queue sort plugin required for profile"; both cases named.
         got = ", ".join(sorters) if sorters else "none"
@@ -582,12 +658,12 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             else "enable PrioritySort or a plugin that implements less"
         )
         raise r.fail(
-            "profiles[0].plugins.queueSort",
+            f"{at}.plugins.queueSort",
             f"exactly one queue sort plugin is needed, got {len(sorters)} ({got}): {hint}",
         )
     if not binders:
         raise r.fail(
-            "profiles[0].plugins",
+            f"{at}.plugins",
             "at least one bind plugin is needed: DefaultBinder is disabled (at multiPoint "
             "or bind) and no enabled plugin implements bind",
         )
@@ -605,7 +681,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         score_weights=weights,
         out_of_tree=tuple(out_of_tree),
     )
-    return SchedulerConfig(**kw)
+    return kw
 
 
 def _preemption_args(r: _Reader, raw: Any, path: str) -> DefaultPreemptionArgs:

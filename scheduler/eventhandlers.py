@@ -42,14 +42,14 @@ class EventHandlers:
         core: SchedulerCore,
         decoder: ObjectDecoder,
         *,
-        scheduler_name: str,
+        scheduler_names: tuple[str, ...],
         namespace_labels: dict[str, dict[str, str]],
         on_rejected: Callable[[Raw, str], None],
         observe: Callable[[str, float], None] | None = None,
     ) -> None:
         self.core = core
         self.decoder = decoder
-        self.scheduler_name = scheduler_name
+        self.scheduler_names = frozenset(scheduler_names)  # the profiles
         self.namespace_labels = namespace_labels
         self.on_rejected = on_rejected
         # (event label, seconds) of each event handled: upstream's
@@ -83,7 +83,8 @@ class EventHandlers:
         meta = raw.get("metadata") or {}
         spec = raw.get("spec") or {}
         key = f"{meta.get('namespace') or 'default'}/{meta.get('name') or ''}"
-        ours = isinstance(spec, Mapping) and spec.get("schedulerName") == self.scheduler_name
+        name = spec.get("schedulerName") if isinstance(spec, Mapping) else None
+        ours = isinstance(name, str) and name in self.scheduler_names
         if ours and not spec.get("nodeName"):
             log.warning("pod_rejected", pod=key, error=str(error))
             self.on_rejected(raw, str(error))

@@ -394,10 +394,17 @@ def explain(
     )
     core = cluster.core
     if not core.responsible_for(pod):
-        out.notes.append(
-            f"schedulerName is {pod.scheduler_name!r}, not {config.scheduler_name!r}: "
-            "this profile would not schedule it; shown as if it did"
+        names = config.scheduler_names
+        which = (
+            f"not {names[0]!r}: this profile"
+            if len(names) == 1
+            else f"none of {', '.join(map(repr, names))}: profile {names[0]!r}"
         )
+        out.notes.append(
+            f"schedulerName is {pod.scheduler_name!r}, {which} would not schedule it; "
+            "shown as if it did"
+        )
+    core.use_profile_of(pod)
     if pod.terminal:
         out.notes.append(f"the pod has finished (phase {pod.phase}); nothing to schedule")
     elif pod.terminating:
@@ -622,9 +629,8 @@ def _describe(
     decided_by = steps[-1].criterion if best is not None and steps else ""
     warnings = []
     if chosen is not None:
-        ours = core.config.scheduler_name
         for v in chosen.victims:
-            if v.scheduler and v.scheduler != ours:
+            if v.scheduler and v.scheduler not in core.profiles:
                 warnings.append(
                     f"victim {v.pod} belongs to scheduler {v.scheduler}; DefaultPreemption's "
                     "victimSchedulerNames limits victims to the schedulers it names"

@@ -188,10 +188,9 @@ class Histogram(_Family[HistogramValue]):
 
 
 class Metrics:
-    def __init__(self, profile: str) -> None:
-        self.profile = profile
+    def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
-        self._unschedulable_seen: set[str] = set()
+        self._unschedulable_seen: set[tuple[str, str]] = set()
         self.algorithm_seconds = Histogram(
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds (filter, score and preemption's decision).",
@@ -370,8 +369,8 @@ class Metrics:
     def algorithm_duration(self, seconds: float) -> None:
         self.algorithm_seconds.observe(seconds)
 
-    def extension_point(self, point: str, status: str, seconds: float) -> None:
-        self.child(self.extension_point_seconds, point, status, self.profile).observe(seconds)
+    def extension_point(self, point: str, status: str, seconds: float, profile: str) -> None:
+        self.child(self.extension_point_seconds, point, status, profile).observe(seconds)
 
     def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None:
         self.child(self.plugin_seconds, plugin, point, status).observe(seconds)
@@ -395,10 +394,11 @@ class Metrics:
             self.inflight_events.labels(event).set(n)
         self._inflight_seen = set(per_event)
 
-    def set_unschedulable(self, per_plugin: Mapping[str, int]) -> None:
-        """Pods waiting in the unschedulable map, by the plugin that rejected them."""
-        for plugin in set(self._unschedulable_seen) - set(per_plugin):
-            self.unschedulable_pods.labels(plugin, self.profile).set(0)
-        for plugin, n in per_plugin.items():
-            self.unschedulable_pods.labels(plugin, self.profile).set(n)
+    def set_unschedulable(self, per_plugin: Mapping[tuple[str, str], int]) -> None:
+        """Pods waiting in the unschedulable map, by the plugin that rejected them and the
+        profile they belong to (``(plugin, profile)`` keys)."""
+        for plugin, profile in self._unschedulable_seen - set(per_plugin):
+            self.unschedulable_pods.labels(plugin, profile).set(0)
+        for (plugin, profile), n in per_plugin.items():
+            self.unschedulable_pods.labels(plugin, profile).set(n)
         self._unschedulable_seen = set(per_plugin)

@@ -53,12 +53,14 @@ from scheduler.framework.interface import (
 from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
-from scheduler.framework.preemption import PreemptionActions, fit_error_message
+from scheduler.framework.preemption import Evaluator, PreemptionActions, fit_error_message
+from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import (
     ApiClient,
     EventRecorder,
     PodInPreBind,
     WaitingPod,
+    WaitingPods,
 )
 from scheduler.types import (
     NodeInfo,
@@ -227,7 +229,7 @@ class CycleObserver(Protocol):
 
     def algorithm_duration(self, seconds: float) -> None: ...
 
-    def extension_point(self, point: str, status: str, seconds: float) -> None: ...
+    def extension_point(self, point: str, status: str, seconds: float, profile: str) -> None: ...
 
     def plugin_execution(self, plugin: str, point: str, status: str, seconds: float) -> None: ...
 
@@ -303,6 +305,7 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 class _Binding:
     qpi: QueuedPodInfo
     node: str
+    framework: Framework  # the pod's profile's
     state: CycleState | None = None  # for Unreserve and PostBind; None: no such plugins
     waiting: WaitingPod | None = None  # held at Permit (the pod is still in flight)
 
@@ -345,25 +348,39 @@ class SchedulerCore:
             on_ready=self.on_ready,
             on_incoming=self.on_incoming,
         )
-        self.framework, self.evaluator = build_framework(
-            self.config,
-            snapshot=self.snapshot,
-            nominator=self.queue.nominator,
-            pdbs=lambda: list(self.pdbs.values()),
-            actions=self.actions,
-            rng=self.rng,
-            namespace_labels=self.namespace_labels,
-            selectors=self.selector_objects if self.upstream_default_selector else None,
-            api_client=self.api_client,
-            event_recorder=self.event_recorder,
-        )
+        # One framework (and preemption evaluator) per profile, by scheduler name; the
+        # queue, cache, snapshot, nominator and the pods held at Permit are shared, as
+        # upstream's profiles share them.
+        self.waiting_pods = WaitingPods()
+        self.profiles: dict[str, tuple[Framework, Evaluator]] = {}
+        for profile in self.config.profiles:
+            fw, ev = build_framework(
+                profile,
+                snapshot=self.snapshot,
+                nominator=self.queue.nominator,
+                pdbs=lambda: list(self.pdbs.values()),
+                actions=self.actions,
+                rng=self.rng,
+                namespace_labels=self.namespace_labels,
+                selectors=self.selector_objects if self.upstream_default_selector else None,
+                api_client=self.api_client,
+                event_recorder=self.event_recorder,
+                waiting_pods=self.waiting_pods,
+            )
+            ev.fast_dry_run = self.vectorized
+            self.profiles[profile.scheduler_name] = (fw, ev)
+        # The framework and evaluator of the pod in the cycle (the first profile's between
+        # cycles); anything outside a cycle asks ``framework_for(pod)``.
+        self.framework, self.evaluator = self._first = self.profiles[self.config.scheduler_name]
         self.queue.hints = dict(self.framework.hints)
+        if len(self.profiles) > 1:
+            self.queue.profile_hints = {n: dict(fw.hints) for n, (fw, _) in self.profiles.items()}
+        # Profiles agree on the queue's order (config.py checks): the first one's sorts it.
         if self.framework.queue_sort is not None:
             self.queue.set_less(self.framework.queue_sort.less)
-        if self.framework.pre_enqueue_plugins:
+        if any(fw.pre_enqueue_plugins for fw, _ in self.profiles.values()):
             self.queue.pre_enqueue = self._run_pre_enqueue
             self.queue.pre_enqueue_gated = self._run_pre_enqueue
-        self.evaluator.fast_dry_run = self.vectorized
         self.next_start_node_index = 0
         # Which cycles record plugin durations: its own generator, so that metrics never
         # change the decisions' random draws (ties, offsets).
@@ -372,7 +389,22 @@ class SchedulerCore:
 
     # ================================================================== cluster events
     def responsible_for(self, pod: PodInfo) -> bool:
-        return pod.scheduler_name == self.config.scheduler_name
+        return pod.scheduler_name in self.profiles
+
+    def framework_for(self, pod: PodInfo) -> Framework:
+        """The framework of the profile ``pod`` names (the first profile's for a pod that
+        names none of ours)."""
+        return self.profiles.get(pod.scheduler_name, self._first)[0]
+
+    def evaluator_for(self, pod: PodInfo) -> Evaluator:
+        """The preemption evaluator of the profile ``pod`` names (as ``framework_for``)."""
+        return self.profiles.get(pod.scheduler_name, self._first)[1]
+
+    def use_profile_of(self, pod: PodInfo) -> Framework:
+        """Make the profile ``pod`` names (as ``framework_for``) the current one: the
+        ``framework`` and ``evaluator`` a cycle for ``pod`` runs. Returns the framework."""
+        self.framework, self.evaluator = self.profiles.get(pod.scheduler_name, self._first)
+        return self.framework
 
     def on_pod_add(self, pod: PodInfo) -> None:
         if pod.node_name:
@@ -431,7 +463,7 @@ class SchedulerCore:
             self.queue.add(new, timestamp=new.creation_time or None)
 
     def on_pod_delete(self, pod: PodInfo) -> None:
-        self.evaluator.forget_preemptor(pod.key)
+        self.evaluator_for(pod).forget_preemptor(pod.key)
         self.queue.delete(pod.key)
         self._drop_binding(pod.key)
         if pod.node_name or self.cache.get_pod(pod.key) is not None:
@@ -447,9 +479,9 @@ class SchedulerCore:
             return
         if b.waiting is not None:
             b.waiting.reject("", "removed")
-        if b.state is not None and self.framework.reserve_plugins:
+        if b.state is not None and b.framework.reserve_plugins:
             assumed = pod_with(b.qpi.pod, node_name=b.node)
-            self._timed("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
+            self._timed("Unreserve", b.framework.run_unreserve, b.state, assumed, b.node)
 
     def _remove_assigned(self, key: str) -> None:
         removed = self.cache.remove_pod(key)
@@ -550,6 +582,7 @@ class SchedulerCore:
         if pod.terminating or self.cache.get_pod(pod.key) is not None:
             self.queue.done(pod.key)
             return CycleResult(pod, "skipped")
+        self.use_profile_of(pod)
         self.cache.update_snapshot(self.snapshot)
         state = CycleState()
         obs = self.observer
@@ -599,7 +632,7 @@ class SchedulerCore:
         plugged = (
             fw.reserve_plugins or fw.permit_plugins or fw.pre_bind_plugins or fw.post_bind_plugins
         )
-        self._binding[pod.key] = _Binding(qpi, host, state if plugged else None, waiting)
+        self._binding[pod.key] = _Binding(qpi, host, fw, state if plugged else None, waiting)
         if fw.pre_bind_plugins or waiting is not None or fw.bind_plugins:
             self.binder.bind(
                 assumed,
@@ -610,12 +643,12 @@ class SchedulerCore:
                     ),
                     pre_bind=lambda: self._timed("PreBind", fw.run_pre_bind, state, assumed, host),
                     pre_bind_async=(
-                        (lambda: self._timed_pre_bind_async(state, assumed, host))
+                        (lambda: self._timed_pre_bind_async(fw, state, assumed, host))
                         if fw.async_pre_bind
                         else None
                     ),
                     enter_pre_bind=(
-                        (lambda cancel: self._enter_pre_bind(assumed.uid, cancel))
+                        (lambda cancel: self._enter_pre_bind(fw, assumed.uid, cancel))
                         if fw.async_pre_bind
                         else None
                     ),
@@ -624,7 +657,7 @@ class SchedulerCore:
                     permit_timeout=self._permit_timeout(waiting),
                     expire=self.expire_waiting,
                     bind=(
-                        (lambda: self._timed_bind_async(state, assumed, host))
+                        (lambda: self._timed_bind_async(fw, state, assumed, host))
                         if fw.bind_plugins
                         else None
                     ),
@@ -718,27 +751,36 @@ class SchedulerCore:
         if outcome.is_success():
             self.queue.done(qpi.pod.key)
 
-    def _enter_pre_bind(self, uid: str, cancel: Callable[[str], object]) -> PodInPreBind:
+    @staticmethod
+    def _enter_pre_bind(fw: Framework, uid: str, cancel: Callable[[str], object]) -> PodInPreBind:
         entry = PodInPreBind(cancel)
-        self.framework.pods_in_pre_bind[uid] = entry
+        fw.pods_in_pre_bind[uid] = entry
         return entry
 
-    async def _timed_pre_bind_async(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+    async def _timed_pre_bind_async(
+        self, fw: Framework, state: CycleState, pod: PodInfo, node: str
+    ) -> Status:
         """``run_pre_bind_async``, observed as PreBind (its wall time, awaits included, as
         upstream's duration covers a plugin that waits)."""
         t0 = time.perf_counter()
-        st = await self.framework.run_pre_bind_async(state, pod, node)
+        st = await fw.run_pre_bind_async(state, pod, node)
         if self.observer is not None:
-            self.observer.extension_point("PreBind", CODE_NAMES[st.code], time.perf_counter() - t0)
+            self.observer.extension_point(
+                "PreBind", CODE_NAMES[st.code], time.perf_counter() - t0, pod.scheduler_name
+            )
         return st
 
-    async def _timed_bind_async(self, state: CycleState, pod: PodInfo, node: str) -> Status:
+    async def _timed_bind_async(
+        self, fw: Framework, state: CycleState, pod: PodInfo, node: str
+    ) -> Status:
         """``run_bind_async``, observed as Bind (the Bind plugins before DefaultBinder; the
         Binding call itself is the binder's)."""
         t0 = time.perf_counter()
-        st = await self.framework.run_bind_async(state, pod, node)
+        st = await fw.run_bind_async(state, pod, node)
         if self.observer is not None:
-            self.observer.extension_point("Bind", CODE_NAMES[st.code], time.perf_counter() - t0)
+            self.observer.extension_point(
+                "Bind", CODE_NAMES[st.code], time.perf_counter() - t0, pod.scheduler_name
+            )
         return st
 
     def _permit_timeout(self, wp: WaitingPod | None) -> Callable[[], float | None]:
@@ -750,7 +792,7 @@ class SchedulerCore:
 
     def expire_waiting(self) -> int:
         """Reject the pods whose wait at Permit timed out (by the core's clock)."""
-        return self.framework.waiting_pods.expire(self.clock.now())
+        return self.waiting_pods.expire(self.clock.now())
 
     def _timed(
         self,
@@ -769,19 +811,20 @@ class SchedulerCore:
         result = run(state, pod, node)
         st = result[0] if isinstance(result, tuple) else result
         code = CODE_NAMES[st.code] if isinstance(st, Status) else "Success"
-        self.observer.extension_point(point, code, time.perf_counter() - t0)
+        self.observer.extension_point(point, code, time.perf_counter() - t0, pod.scheduler_name)
         return result
 
     def _run_pre_enqueue(self, pod: PodInfo, gating: str = "") -> Status | None:
         """The PreEnqueue checks, timed as upstream's runPreEnqueuePluginsForPod (extension
         point ``PreEnqueue``, with the status of the plugin that keeps the pod out)."""
         obs = self.observer
+        fw = self.framework_for(pod)
         if obs is None:
-            return self.framework.run_pre_enqueue(pod, gating)
+            return fw.run_pre_enqueue(pod, gating)
         t0 = time.perf_counter()
-        st = self.framework.run_pre_enqueue(pod, gating)
+        st = fw.run_pre_enqueue(pod, gating)
         code = "Success" if st is None else CODE_NAMES[st.code]
-        obs.extension_point("PreEnqueue", code, time.perf_counter() - t0)
+        obs.extension_point("PreEnqueue", code, time.perf_counter() - t0, pod.scheduler_name)
         return st
 
     def _schedule_pod(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
@@ -800,9 +843,8 @@ class SchedulerCore:
         state.feasible_rows = rows
         st = fw.run_pre_score(state, pod, feasible, self.snapshot)
         if obs is not None:
-            obs.extension_point(
-                "PreScore", "Success" if st.is_success() else "Error", time.perf_counter() - t0
-            )
+            status = "Success" if st.is_success() else "Error"
+            obs.extension_point("PreScore", status, time.perf_counter() - t0, pod.scheduler_name)
         if not st.is_success():
             raise _CycleError(f"running PreScore plugin {st.plugin}: {st.message()}")
         t0 = time.perf_counter()
@@ -814,7 +856,7 @@ class SchedulerCore:
         if not host:
             host = self._select_host(fw.run_score(state, pod, feasible))
         if obs is not None:
-            obs.extension_point("Score", "Success", time.perf_counter() - t0)
+            obs.extension_point("Score", "Success", time.perf_counter() - t0, pod.scheduler_name)
         return host, evaluated, len(feasible)
 
     def _select_host(self, scores: list[NodeScore]) -> str:
@@ -882,7 +924,9 @@ class SchedulerCore:
         t0 = time.perf_counter()
         pre_result, st = fw.run_pre_filter(state, pod, snap)
         if obs is not None:  # upstream's RunPreFilterPlugins
-            obs.extension_point("PreFilter", CODE_NAMES[st.code], time.perf_counter() - t0)
+            obs.extension_point(
+                "PreFilter", CODE_NAMES[st.code], time.perf_counter() - t0, pod.scheduler_name
+            )
         if not st.is_success():
             if st.code == Code.ERROR:
                 raise _CycleError(f"running PreFilter plugin {st.plugin}: {st.message()}")
@@ -901,7 +945,9 @@ class SchedulerCore:
                 st = fw.run_filter_with_nominated_pods(state, pod, nominated_info)
                 if obs is not None:  # upstream's evaluateNominatedNode filters it on its own
                     code = "Error" if st.code == Code.ERROR else "Success"
-                    obs.extension_point("Filter", code, time.perf_counter() - t0)
+                    obs.extension_point(
+                        "Filter", code, time.perf_counter() - t0, pod.scheduler_name
+                    )
                 if st.is_success():
                     return [nominated_info], None, diagnosis
                 if st.code == Code.ERROR:
@@ -950,7 +996,7 @@ class SchedulerCore:
             code = "Success"
         finally:
             if obs is not None:
-                obs.extension_point("Filter", code, time.perf_counter() - t0)
+                obs.extension_point("Filter", code, time.perf_counter() - t0, pod.scheduler_name)
         self.next_start_node_index = (start + processed) % total
         return feasible, rows, diagnosis
 
@@ -1069,7 +1115,9 @@ class SchedulerCore:
             result, st = fw.run_post_filter(state, pod, diagnosis.node_to_status)
             if self.observer is not None:
                 status = "Success" if st.is_success() else "Unschedulable"
-                self.observer.extension_point("PostFilter", status, time.perf_counter() - t0)
+                self.observer.extension_point(
+                    "PostFilter", status, time.perf_counter() - t0, pod.scheduler_name
+                )
             # Upstream records the PostFilter message whatever its code, success included.
             diagnosis.post_filter_msg = st.message()
             nominating = None if result is None else result.nominated_node_name
@@ -1125,9 +1173,9 @@ class SchedulerCore:
                     b.qpi.was_flushed,
                 )
             self.recorder.scheduled(pod, b.node)
-            if b.state is not None and self.framework.post_bind_plugins:
+            if b.state is not None and b.framework.post_bind_plugins:
                 bound = pod_with(pod, node_name=b.node)
-                self._timed("PostBind", self.framework.run_post_bind, b.state, bound, b.node)
+                self._timed("PostBind", b.framework.run_post_bind, b.state, bound, b.node)
             if b.state is not None:
                 self._activate(b.state)
             return
@@ -1137,9 +1185,9 @@ class SchedulerCore:
         """The one path for failures after assume: Unreserve, forget, then requeue unless
         pointless."""
         key = b.qpi.pod.key
-        if b.state is not None and self.framework.reserve_plugins:
+        if b.state is not None and b.framework.reserve_plugins:
             assumed = pod_with(b.qpi.pod, node_name=b.node)
-            self._timed("Unreserve", self.framework.run_unreserve, b.state, assumed, b.node)
+            self._timed("Unreserve", b.framework.run_unreserve, b.state, assumed, b.node)
         self.cache.forget_pod(key)
         freed = pod_with(b.qpi.pod, node_name=b.node)
         if outcome == BindOutcome.PERMIT:

@@ -77,7 +77,7 @@ class Scheduler:
         self.config = config
         self.identity = identity
         self.clock = clock or RealClock()
-        self.metrics = metrics or Metrics(config.scheduler_name)
+        self.metrics = metrics or Metrics()
         self.namespace_labels = {} if namespace_labels is None else namespace_labels
         self.on_assumed = on_assumed
         self.settle_preemption = settle_preemption
@@ -217,7 +217,7 @@ class Scheduler:
         for q, n in self.core.queue.counts().items():
             if q != "in_flight":
                 self.metrics.pending_pods.labels(q).set(n)
-        self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin())
+        self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin_and_profile())
         self.metrics.set_inflight_events(self.core.queue.in_flight_events())
         cache = self.core.cache
         self.metrics.cache_pods.set(cache.pod_count())
@@ -231,7 +231,7 @@ class Scheduler:
         label = CYCLE_LABELS.get(outcome)
         if label is None:
             return  # "skipped": nothing was attempted
-        name = self.config.scheduler_name
+        name = result.pod.scheduler_name  # the pod's profile
         m = self.metrics
         m.child(m.schedule_attempts, label, name).inc()
         m.child(m.attempt_duration, label, name).observe(seconds)

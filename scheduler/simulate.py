@@ -249,7 +249,7 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
 
 def _parse_pod(d: Document, config: SchedulerConfig, inp: _Input, decoder: ObjectDecoder) -> None:
     spec = d.obj.get("spec") or {}
-    ours = (spec.get("schedulerName") or "default-scheduler") == config.scheduler_name
+    ours = (spec.get("schedulerName") or "default-scheduler") in config.scheduler_names
     if not spec.get("nodeName") and not ours:
         return  # another scheduler's pending pod: not ours to place, and takes no room
     try:
@@ -440,7 +440,7 @@ class _Simulation:
         pod bound since the previous timeout: the room a timeout frees would go round the
         same pods, each waiting and timing out in turn (a group that cannot complete), so
         the run stops there, with a note."""
-        waiting = self.core.framework.waiting_pods
+        waiting = self.core.waiting_pods
         deadline = waiting.next_deadline()
         if deadline is None:
             return False
@@ -605,7 +605,11 @@ def _evict(inp: _Input, config: SchedulerConfig, node: str) -> list[dict[str, An
                 node_name="",
                 nominated_node_name="",
                 phase="Pending",
-                scheduler_name=config.scheduler_name,
+                scheduler_name=(
+                    pod.scheduler_name
+                    if pod.scheduler_name in config.scheduler_names
+                    else config.scheduler_name
+                ),
             )
             inp.pending[replacement.key] = replacement
             inp.placements[replacement.key] = None

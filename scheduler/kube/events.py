@@ -49,8 +49,13 @@ class EventRecorder:
         *,
         spawn: Callable[[Any], asyncio.Future[Any]],
         metrics: Metrics,
+        profiles: tuple[str, ...] = (),
     ) -> None:
         self.client = client
+        # The profiles' names: an event about a pod of one of them names it as its
+        # reportingController, as upstream's recorder per profile; any other event, and
+        # every event with a single profile, the sink's own controller (the first profile).
+        self.profiles = frozenset(profiles) if len(profiles) > 1 else frozenset()
         self.sink = sink  # where events go: the event process, or a writer in this one
         self.spawn = spawn
         self.metrics = metrics
@@ -58,6 +63,11 @@ class EventRecorder:
         self._assumed: dict[str, tuple[float, int]] = {}
         # The status writes of the scheduling cycle under way (None between cycles).
         self._cycle_writes: list[asyncio.Future[Any]] | None = None
+
+    def _controller(self, name: str) -> str:
+        """The reportingController for an event told by the profile ``name`` ("": the
+        sink's own)."""
+        return name if name in self.profiles else ""
 
     # ------------------------------------------------------------------ the port
     def assumed(self, pod: PodInfo, attempts: int) -> None:
@@ -83,6 +93,7 @@ class EventRecorder:
                 "Scheduled",
                 f"Successfully assigned {pod.key} to {node_name}",
                 "Binding",
+                controller=self._controller(pod.scheduler_name),
             )
         )
 
@@ -121,6 +132,7 @@ class EventRecorder:
                 "FailedScheduling",
                 message,
                 "Scheduling",
+                controller=self._controller(pod.scheduler_name),
             )
         )
 
@@ -153,15 +165,24 @@ class EventRecorder:
         note: str,
     ) -> None:
         """A plugin's event (``FrameworkHandle.event_recorder``), written in the background
-        like the scheduler's own."""
+        like the scheduler's own; told by the profile of ``related`` if given, else of
+        ``regarding`` (the pod a plugin's event is about is its cycle's, or its preemptor
+        is related)."""
         check_event(event_type, reason, action)
         rel = None if related is None else _pod_ref(related)
-        self.sink.occurred(Occurrence(_pod_ref(regarding), event_type, reason, note, action, rel))
+        teller = self._controller((related or regarding).scheduler_name)
+        self.sink.occurred(
+            Occurrence(
+                _pod_ref(regarding), event_type, reason, note, action, rel, controller=teller
+            )
+        )
 
     def rejected(self, raw: Mapping[str, Any], message: str) -> None:
         """A FailedScheduling event about the pod whose raw form is ``raw`` (which could
         not be decoded)."""
         meta = raw.get("metadata") or {}
+        spec = raw.get("spec") or {}
+        name = spec.get("schedulerName") if isinstance(spec, Mapping) else None
         regarding: Ref = (
             str(meta.get("namespace") or "default"),
             str(meta.get("name") or ""),
@@ -175,6 +196,7 @@ class EventRecorder:
                 "FailedScheduling",
                 message,
                 "Scheduling",
+                controller=self._controller(str(name or "")),
             )
         )
 
@@ -219,7 +241,11 @@ class EventRecorder:
         action: str,
         related: PodInfo | None = None,
     ) -> None:
-        """One occurrence about ``pod``; returns once it is written (an in-process writer)
-        or handed to the event process."""
+        """One occurrence about ``pod``, told by the profile of ``related`` if given (a
+        victim's event is its preemptor's profile's), else of ``pod``; returns once it is
+        written (an in-process writer) or handed to the event process."""
         rel = None if related is None else _pod_ref(related)
-        await self.sink.record(Occurrence(_pod_ref(pod), event_type, reason, message, action, rel))
+        teller = self._controller((related or pod).scheduler_name)
+        await self.sink.record(
+            Occurrence(_pod_ref(pod), event_type, reason, message, action, rel, controller=teller)
+        )

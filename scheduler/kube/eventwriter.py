@@ -76,9 +76,10 @@ SERIES_REFRESH_SECONDS = 30 * 60.0
 # (namespace, name, uid, resourceVersion): an ObjectReference to a pod, as client-go's
 # reference.GetReference makes one (the resourceVersion included).
 Ref = tuple[str, str, str, str]
-# client-go's isomorphic-event key: type, action, reason, regarding, related (the
-# reporting controller and instance are the writer's own, the same for every event).
-_MemoKey = tuple[str, str, str, Ref, Ref | None]
+# client-go's isomorphic-event key: type, action, reason, regarding, related, and the
+# reporting controller ("": the writer's own; the instance is the writer's, the same for
+# every event).
+_MemoKey = tuple[str, str, str, Ref, Ref | None, str]
 
 
 @functools.lru_cache(maxsize=4)
@@ -133,7 +134,9 @@ class Occurrence:
     """One thing that happened to a pod, as an Event tells it: the pod (``regarding``, at
     the version the scheduler saw), ``event_type`` (Normal, Warning), ``reason``,
     ``note``, ``action``, the other pod involved (``related``: a victim's preemptor) and
-    when (``at_ns``, nanoseconds since the epoch; by default when it is made)."""
+    when (``at_ns``, nanoseconds since the epoch; by default when it is made), and the
+    profile that tells it (``controller``, the Event's reportingController; "": the
+    writer's own)."""
 
     regarding: Ref
     event_type: str
@@ -142,6 +145,7 @@ class Occurrence:
     action: str
     related: Ref | None = None
     at_ns: int = field(default_factory=time.time_ns)
+    controller: str = ""
 
     def line(self) -> list[Any]:
         """As a line to the event process (``from_line`` reads it back): the note cut to
@@ -155,11 +159,12 @@ class Occurrence:
             self.action,
             self.related,
             self.at_ns,
+            self.controller,
         ]
 
     @classmethod
     def from_line(cls, msg: list[Any]) -> Occurrence:
-        _, regarding, event_type, reason, note, action, related, at_ns = msg
+        _, regarding, event_type, reason, note, action, related, at_ns, controller = msg
         return cls(
             tuple(regarding),
             event_type,
@@ -168,6 +173,7 @@ class Occurrence:
             action,
             None if related is None else tuple(related),
             at_ns,
+            controller,
         )
 
 
@@ -279,7 +285,7 @@ class EventWriter:
         instead of making an Event."""
         at_ns = o.at_ns
         regarding, event_type, reason, action = o.regarding, o.event_type, o.reason, o.action
-        memo_key = (event_type, action, reason, regarding, o.related)
+        memo_key = (event_type, action, reason, regarding, o.related, o.controller)
         memo = self._event_memo.get(memo_key)
         if memo is not None:
             memo.count += 1
@@ -324,13 +330,13 @@ class EventWriter:
     def _body(self, key: _MemoKey, memo: _EventMemo, *, series: bool = False) -> dict[str, Any]:
         """The events.k8s.io/v1 Event (the deprecated core/v1 fields left unset, as the
         API requires of this version), with its series when ``series``."""
-        event_type, action, reason, regarding, related = key
+        event_type, action, reason, regarding, related, controller = key
         body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": memo.name, "namespace": regarding[0]},
             "eventTime": memo.event_time,
-            "reportingController": self.controller,
+            "reportingController": controller or self.controller,
             "reportingInstance": self.identity,
             "action": action,
             "reason": reason,

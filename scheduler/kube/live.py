@@ -85,7 +85,7 @@ class LiveScheduler:
         self.drain_seconds = drain_seconds
         # Events have a budget of their own (kube-scheduler's event client).
         self.event_client = client.derive(qps=config.qps, burst=config.burst, pool_size=16)
-        self.metrics = metrics or Metrics(config.scheduler_name)
+        self.metrics = metrics or Metrics()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.decoder = ObjectDecoder()
         namespace_labels: dict[str, dict[str, str]] = {}
@@ -116,6 +116,7 @@ class LiveScheduler:
             self.event_process or self.event_writer,
             spawn=self.spawn,
             metrics=self.metrics,
+            profiles=config.scheduler_names,
         )
         self.executor = PreemptionExecutor(
             client,
@@ -150,7 +151,7 @@ class LiveScheduler:
         self.handlers = EventHandlers(
             self.scheduler.core,
             self.decoder,
-            scheduler_name=config.scheduler_name,
+            scheduler_names=config.scheduler_names,
             namespace_labels=namespace_labels,
             on_rejected=self.recorder.rejected,
             observe=self.metrics.event_handled,
@@ -296,9 +297,7 @@ class LiveScheduler:
                 for node in sorted(nom.nodes_with_nominated_pods())
             },
             # Pods held at Permit (assumed, listed above too), with the plugins they wait for.
-            "waiting": {
-                wp.pod.key: sorted(wp.get_pending_plugins()) for wp in core.framework.waiting_pods
-            },
+            "waiting": {wp.pod.key: sorted(wp.get_pending_plugins()) for wp in core.waiting_pods},
         }
 
     async def close(self) -> None:

@@ -148,7 +148,7 @@ class PreemptionExecutor:
             self._preempting.discard(preemptor.uid)
             if not ok:
                 # A fresh decision is due; the victims handed out for this one are not coming.
-                self.core.evaluator.forget_preemptor(preemptor.key)
+                self.core.evaluator_for(preemptor).forget_preemptor(preemptor.key)
             # As upstream, a successful preemption leaves the preemptor to the victims'
             # deletion events (NodeResourcesFit's hint moves it). It is activated at once
             # only if a call failed (a fresh decision is due) or a victim is already gone

@@ -412,7 +412,20 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             "leaderElection.resourceLock",
             id="only leases",
         ),
-        pytest.param({**API, "profiles": [{}, {}]}, "profiles", id="two profiles"),
+        pytest.param(
+            {**API, "profiles": [{}, {}]}, "profiles[0].schedulerName", id="two unnamed profiles"
+        ),
+        pytest.param(
+            {**API, "profiles": [{"schedulerName": "a"}, {"schedulerName": "a"}]},
+            "profiles[1].schedulerName",
+            id="two profiles of one name",
+        ),
+        pytest.param({**API, "profiles": {"schedulerName": "a"}}, "profiles", id="not a list"),
+        pytest.param(
+            {**API, "profiles": [{"pluginConfig": {"name": "NodeResourcesFit"}}]},
+            "profiles[0].pluginConfig",
+            id="pluginConfig not a list",
+        ),
         pytest.param({**API, "profiles": [[]]}, "profiles[0]", id="profile not a mapping"),
         pytest.param({"apiVersion": "v1beta3"}, "apiVersion", id="wrong apiVersion"),
         pytest.param({"kind": "Pod"}, "kind", id="wrong kind"),

@@ -70,8 +70,8 @@ def test_wrong_label_counts_are_refused_with_the_metric_and_its_labels() -> None
 
 
 def test_the_schedulers_metrics_register_once_and_scrape() -> None:
-    m = Metrics("py-scheduler")
-    m.extension_point("Filter", "Success", 0.001)
+    m = Metrics()
+    m.extension_point("Filter", "Success", 0.001, "py-scheduler")
     m.pod_scheduled(2, 0.5, after_flush=True)
     reg = m.registry
     assert (

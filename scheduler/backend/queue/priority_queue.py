@@ -181,6 +181,10 @@ class PriorityQueue:
         self.hints: dict[str, list[EventRegistration]] = {
             k: list(v) for k, v in (hints or {}).items()
         }
+        # With several profiles, each profile's hints by its scheduler name (a pod's own
+        # profile's decide its moves, as upstream's queueingHintMap per profile); empty:
+        # ``hints`` for every pod.
+        self.profile_hints: dict[str, dict[str, list[EventRegistration]]] = {}
         self.on_ready = on_ready
         self.on_incoming = on_incoming
         # PreEnqueue-style gate: a pod for which it returns False waits in the unschedulable
@@ -591,8 +595,11 @@ class PriorityQueue:
 
     # ------------------------------------------------------------------ cluster events
     def _hint_says_queue(self, qpi: QueuedPodInfo, event: ClusterEvent, old: Any, new: Any) -> bool:
+        hints = self.hints
+        if self.profile_hints:
+            hints = self.profile_hints.get(qpi.pod.scheduler_name, hints)
         for plugin in qpi.unschedulable_plugins:
-            for reg in self.hints.get(plugin, ()):
+            for reg in hints.get(plugin, ()):
                 if reg.event.resource not in (ANY, event.resource):
                     continue
                 if reg.event.action not in (ANY, event.action):
@@ -670,9 +677,17 @@ class PriorityQueue:
     def unschedulable_by_plugin(self) -> dict[str, int]:
         """Pods of the unschedulable map per rejecting plugin (a pod counts for each). O(u)."""
         out: dict[str, int] = {}
+        for (plugin, _), n in self.unschedulable_by_plugin_and_profile().items():
+            out[plugin] = out.get(plugin, 0) + n
+        return out
+
+    def unschedulable_by_plugin_and_profile(self) -> dict[tuple[str, str], int]:
+        """``unschedulable_by_plugin`` by (plugin, the pod's scheduler name). O(u)."""
+        out: dict[tuple[str, str], int] = {}
         for q in self._unschedulable.values():
             for plugin in q.unschedulable_plugins:
-                out[plugin] = out.get(plugin, 0) + 1
+                k = (plugin, q.pod.scheduler_name)
+                out[k] = out.get(k, 0) + 1
         return out
 
     def counts(self) -> dict[str, int]:

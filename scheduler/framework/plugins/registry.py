@@ -49,7 +49,10 @@ def build_framework(
     selectors: SelectorObjects | None = None,
     api_client: ApiClient | None = None,
     event_recorder: EventRecorder | None = None,
+    waiting_pods: WaitingPods | None = None,
 ) -> tuple[Framework, Evaluator]:
+    """``config``: one profile. ``waiting_pods``: the pods held at Permit, which upstream's
+    profiles share (a new map if None)."""
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
     plugins: list[object] = [
@@ -74,7 +77,7 @@ def build_framework(
     # Out-of-tree plugins (docs/plugins.md): a fresh instance per framework, guarded so that
     # an exception becomes an Error for that pod, never a stopped scheduler.
     # Plugins that take a FrameworkHandle share the framework's waiting pods through it.
-    waiting = WaitingPods()
+    waiting = WaitingPods() if waiting_pods is None else waiting_pods
     handle = FrameworkHandle(waiting, lambda: snapshot.node_info_list, api_client, event_recorder)
     plugins += [
         guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree

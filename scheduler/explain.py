@@ -395,14 +395,13 @@ def explain(
     core = cluster.core
     if not core.responsible_for(pod):
         names = config.scheduler_names
-        which = (
-            f"not {names[0]!r}: this profile"
-            if len(names) == 1
-            else f"none of {', '.join(map(repr, names))}: profile {names[0]!r}"
-        )
         out.notes.append(
-            f"schedulerName is {pod.scheduler_name!r}, {which} would not schedule it; "
-            "shown as if it did"
+            f"schedulerName is {pod.scheduler_name!r}, not {names[0]!r}: this profile would "
+            "not schedule it; shown as if it did"
+            if len(names) == 1
+            else f"schedulerName is {pod.scheduler_name!r}, not one of the profiles "
+            f"({', '.join(map(repr, names))}): none would schedule it; shown as profile "
+            f"{names[0]!r} would"
         )
     core.use_profile_of(pod)
     if pod.terminal:

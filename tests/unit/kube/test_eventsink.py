@@ -95,7 +95,10 @@ async def test_the_child_writes_events_and_series_with_the_scheduler_s_credentia
             Occurrence(POD, "Warning", "FailedScheduling", "no room", "Scheduling", None, seen + k)
         )
     await _until(lambda: len(server.requests) == 2)
-    await proc.record(Occurrence(PREEMPTOR, "Normal", "Preempted", "by x", "Preempting", POD))
+    # Told by another profile (its reportingController); the others by the child's own.
+    await proc.record(
+        Occurrence(PREEMPTOR, "Normal", "Preempted", "by x", "Preempting", POD, controller="b")
+    )
     await proc.stop(drain_seconds=5.0)
     assert proc.exited.is_set() and proc.inline is None
     reqs = _requests(server)
@@ -123,6 +126,7 @@ async def test_the_child_writes_events_and_series_with_the_scheduler_s_credentia
     }
     preempted = reqs[2][3]
     assert preempted["related"]["name"] == "web-0" and preempted["regarding"]["name"] == "big"
+    assert preempted["reportingController"] == "b"
 
 
 def test_a_new_credential_is_relayed_to_the_child(monkeypatch: pytest.MonkeyPatch) -> None:

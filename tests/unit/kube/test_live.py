@@ -1465,3 +1465,55 @@ def test_simulate_and_explain_handles_check_plugin_events_and_drop_them() -> Non
         handle.event_recorder.eventf(pod, None, "Warning", "", "Scheduling", "note")
     with pytest.raises(ValueError, match="action: expected a non-empty string"):
         handle.event_recorder.eventf(pod, None, "Normal", "Why", "", "note")
+
+
+def test_each_profile_tells_its_own_pods_events_and_counts_its_own_attempts() -> None:
+    """Two profiles: an Event names the profile of the pod it is about as its
+    reportingController (a victim's, its preemptor's profile), as upstream's recorder per
+    profile; attempts are counted under the pod's profile; a malformed pod of the second
+    profile is reported too."""
+
+    async def go() -> None:
+        h = Harness(
+            scheduler_name="first",
+            more_profiles=(SchedulerConfig(scheduler_name="second"),),
+        )
+        objs = {
+            "n1": make_node("n1").alloc(cpu="2", memory="4Gi", pods=10).obj(),
+            "low": make_pod("low").req(cpu="2").scheduler("first").obj(),
+            "high": make_pod("high").req(cpu="2").priority(1000).scheduler("second").obj(),
+            "bad": make_pod("bad").req(cpu="lots").scheduler("second").obj(),
+            "theirs": make_pod("theirs").req(cpu="lots").scheduler("other").obj(),
+        }
+        h.event("nodes", "ADDED", objs["n1"])
+        h.event("pods", "ADDED", objs["low"])
+        first = h.core.schedule_one()
+        assert first is not None and first.outcome == "assumed"
+        await h.drain()
+        h.event(
+            "pods", "MODIFIED", {**objs["low"], "spec": {**objs["low"]["spec"], "nodeName": "n1"}}
+        )
+        for name in ("high", "bad", "theirs"):
+            h.event("pods", "ADDED", objs[name])
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "preempting" and r.pod.name == "high"
+        await h.drain()
+        told = {
+            (b["reason"], b["regarding"]["name"]): b["reportingController"]
+            for _, b in h.api.of("POST", "/events")
+        }
+        assert told == {
+            ("Scheduled", "low"): "first",
+            ("FailedScheduling", "bad"): "second",
+            ("Preempted", "low"): "second",
+            ("FailedScheduling", "high"): "second",
+        }
+        # The loop counts each attempt (Scheduler._observe) under its pod's profile.
+        h.s._observe(first, 0.01)
+        h.s._observe(r, 0.01)
+        reg = h.s.metrics.registry
+        for profile, result in (("first", "scheduled"), ("second", "unschedulable")):
+            labels = {"result": result, "profile": profile}
+            assert reg.get_sample_value("scheduler_schedule_attempts_total", labels) == 1.0
+
+    _run(go())

@@ -72,8 +72,8 @@ class SchedulerProcess:
                 "resourceNamespace": "kube-system",
             }
         for k, v in (config or {}).items():
-            if k == "profiles":
-                cfg["profiles"] = [{"schedulerName": name, **v[0]}]
+            if k == "profiles":  # the first profile is named ``name`` unless it says
+                cfg["profiles"] = [{"schedulerName": name, **v[0]}, *v[1:]]
             else:
                 cfg[k] = v
         self.leader_elect = leader_elect

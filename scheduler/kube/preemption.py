@@ -39,24 +39,24 @@ from scheduler.metrics import Metrics
 from scheduler.schedule_one import SchedulerCore
 from scheduler.types import PodInfo
 
-__all__ = ["PREEMPTION_MESSAGE", "PreemptionExecutor"]
+__all__ = ["PreemptionExecutor", "disruption_patch"]
 
 log = structlog.get_logger("py-scheduler")
 
-PREEMPTION_MESSAGE = "py-scheduler: preempting to accommodate a higher priority pod"
 CALL_TRIES = 10  # 0.5 s doubling to 8 s: about a minute
 
 
-def disruption_patch(victim: PodInfo) -> dict[str, Any]:
+def disruption_patch(victim: PodInfo, preemptor: PodInfo) -> dict[str, Any]:
     """The victim's DisruptionTarget condition (with the generation it observed, as
-    upstream's PodObservedGenerationTracking, GA in 1.35). A victim whose condition is
+    upstream's PodObservedGenerationTracking, GA in 1.35), its message naming the
+    preemptor's scheduler (profile), as upstream's. A victim whose condition is
     already True keeps its transition time (the patch leaves it out, as upstream's
     UpdatePodCondition keeps it when the status does not change)."""
     condition: dict[str, Any] = {
         "type": "DisruptionTarget",
         "status": "True",
         "reason": "PreemptionByScheduler",
-        "message": PREEMPTION_MESSAGE,
+        "message": f"{preemptor.scheduler_name}: preempting to accommodate a higher priority pod",
     }
     if not victim.disruption_target:
         condition["lastTransitionTime"] = now_rfc3339()
@@ -168,7 +168,9 @@ class PreemptionExecutor:
         try:
             # Under apiCallOrder: Priority these calls wait as the preemptor's.
             rank = preemptor.priority
-            await self._call("PATCH", path + "/status", disruption_patch(victim), STRATEGIC, rank)
+            await self._call(
+                "PATCH", path + "/status", disruption_patch(victim, preemptor), STRATEGIC, rank
+            )
             await self._call("DELETE", path, options, "application/json", rank)
         except ApiError as e:
             if e.status != 404:

@@ -813,13 +813,16 @@ def test_a_victim_already_marked_keeps_its_disruption_transition_time() -> None:
     earlier preemption whose DELETE did not go through, or another disruption) keeps its
     lastTransitionTime: the merge patch leaves it out; a fresh one carries it."""
     fresh = make_pod("v").node("n1").info()
-    cond = disruption_patch(fresh)["status"]["conditions"][0]
+    by = make_pod("high").scheduler("second").info()
+    cond = disruption_patch(fresh, by)["status"]["conditions"][0]
     assert (cond["type"], cond["status"]) == ("DisruptionTarget", "True")
     assert "lastTransitionTime" in cond
     marked = make_pod("v").node("n1").condition("DisruptionTarget", "True", "PreemptionByScheduler")
-    again = disruption_patch(marked.info())["status"]["conditions"][0]
+    again = disruption_patch(marked.info(), by)["status"]["conditions"][0]
     assert "lastTransitionTime" not in again
     assert again["reason"] == "PreemptionByScheduler" and again["message"] == cond["message"]
+    # The message names the preemptor's scheduler (profile), as upstream's.
+    assert cond["message"] == "second: preempting to accommodate a higher priority pod"
 
 
 def test_upstream_cycle_metrics_are_recorded() -> None:

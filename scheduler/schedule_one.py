@@ -349,9 +349,10 @@ class SchedulerCore:
             on_incoming=self.on_incoming,
         )
         # One framework (and preemption evaluator) per profile, by scheduler name; the
-        # queue, cache, snapshot, nominator and the pods held at Permit are shared, as
-        # upstream's profiles share them.
+        # queue, cache, snapshot, nominator, the pods held at Permit and those in an async
+        # PreBind are shared, as upstream's profiles share them.
         self.waiting_pods = WaitingPods()
+        self.pods_in_pre_bind: dict[str, PodInPreBind] = {}
         self.profiles: dict[str, tuple[Framework, Evaluator]] = {}
         for profile in self.config.profiles:
             fw, ev = build_framework(
@@ -366,6 +367,7 @@ class SchedulerCore:
                 api_client=self.api_client,
                 event_recorder=self.event_recorder,
                 waiting_pods=self.waiting_pods,
+                pods_in_pre_bind=self.pods_in_pre_bind,
             )
             ev.fast_dry_run = self.vectorized
             self.profiles[profile.scheduler_name] = (fw, ev)

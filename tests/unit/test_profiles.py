@@ -240,11 +240,12 @@ def test_the_cycle_s_metrics_name_the_pod_s_profile() -> None:
     assert (filters("spread"), filters("packed")) == (1.0, 2.0)
 
 
-def test_profiles_share_the_pods_held_at_permit_and_keep_a_framework_each() -> None:
+def test_profiles_share_the_pods_at_permit_and_in_pre_bind_and_keep_a_framework_each() -> None:
     core, _ = _core(_two({}, {"pluginConfig": [MOST_ALLOCATED]}))
     spread, packed = (core.framework_for(_pod("x", n)) for n in ("spread", "packed"))
     assert spread is not packed
     assert spread.waiting_pods is packed.waiting_pods is core.waiting_pods
+    assert spread.pods_in_pre_bind is packed.pods_in_pre_bind is core.pods_in_pre_bind
     assert core.evaluator_for(_pod("x", "packed")) is not core.evaluator_for(_pod("x", "spread"))
     # A pod of no profile here (explain shows one as if it were ours): the first profile's.
     assert core.framework_for(_pod("x", "other")) is spread

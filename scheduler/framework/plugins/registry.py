@@ -30,6 +30,7 @@ from scheduler.framework.waiting_pods import (
     ApiClient,
     EventRecorder,
     FrameworkHandle,
+    PodInPreBind,
     WaitingPods,
 )
 from scheduler.types import PDBInfo
@@ -50,9 +51,11 @@ def build_framework(
     api_client: ApiClient | None = None,
     event_recorder: EventRecorder | None = None,
     waiting_pods: WaitingPods | None = None,
+    pods_in_pre_bind: dict[str, PodInPreBind] | None = None,
 ) -> tuple[Framework, Evaluator]:
-    """``config``: one profile. ``waiting_pods``: the pods held at Permit, which upstream's
-    profiles share (a new map if None)."""
+    """``config``: one profile. ``waiting_pods`` (the pods held at Permit) and
+    ``pods_in_pre_bind`` (those whose async PreBind is under way): maps that upstream's
+    profiles share, so that a preemption finds any profile's pod there (new ones if None)."""
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
     plugins: list[object] = [
@@ -99,6 +102,8 @@ def build_framework(
         nominator=nominator,
         waiting_pods=waiting,
     )
+    if pods_in_pre_bind is not None:
+        fw.pods_in_pre_bind = pods_in_pre_bind
     evaluator = Evaluator(fw, snapshot, config.preemption, pdbs, actions, rng)
     for p in plugins:  # out-of-tree preemption hooks (docs/plugins.md)
         name = str(getattr(p, "name", ""))

@@ -528,7 +528,7 @@ def simulate(
 ) -> SimulationResult:
     """Run the scheduler over the documents. Raises InputError on bad input.
 
-    ``placements`` holds every pending input pod of the profile (those that it rejected
+    ``placements`` holds every pending input pod of the profiles (those they rejected
     too), in document order: its node at the end of the run, or None. ``evicted``: the
     victims of every preemption, in order. ``loaded`` is called once the cache and the
     queue are filled, before the first cycle; ``step`` (a benchmark's timer) after each

@@ -469,8 +469,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                     f"the args of queue sort plugin {pkw['queue_sort']} must be the same for "
                     "all profiles",
                 )
-    others = tuple(SchedulerConfig(**kw, **pkw) for pkw in parsed[1:])
-    return SchedulerConfig(**kw, **parsed[0], more_profiles=others)
+    # A profile's own fields (its percentageOfNodesToScore among them) over the top level's.
+    others = tuple(SchedulerConfig(**{**kw, **pkw}) for pkw in parsed[1:])
+    return SchedulerConfig(**{**kw, **parsed[0]}, more_profiles=others)
 
 
 def _plugin_args(pkw: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
@@ -505,7 +506,14 @@ def _profile(
     queue_sort: tuple[str, ...] = QUEUE_SORT_PLUGINS
     named_sorters: set[str] = set()  # enabled at queueSort itself: must implement less
     weights = dict(DEFAULT_SCORE_WEIGHTS)
-    prof = r.mapping(raw, at, {"schedulerName", "plugins", "pluginConfig"})
+    prof = r.mapping(
+        raw, at, {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"}
+    )
+    if "percentageOfNodesToScore" in prof:
+        # As upstream: the profile's, when set, instead of the top-level one.
+        kw["percentage_of_nodes_to_score"] = r.integer(
+            prof["percentageOfNodesToScore"], f"{at}.percentageOfNodesToScore", 0, 100
+        )
     if "schedulerName" in prof:
         kw["scheduler_name"] = r.string(prof["schedulerName"], f"{at}.schedulerName")
     else:

@@ -461,7 +461,7 @@ def _run(core: SchedulerCore, pod: PodInfo, out: Explanation) -> None:
     out.nodes.sort(key=lambda v: v.node)
     if not nodes:
         out.notes.append("the cluster has no nodes")
-    want = num_feasible_nodes_to_find(core.config.percentage_of_nodes_to_score, len(nodes))
+    want = num_feasible_nodes_to_find(core.profile_config.percentage_of_nodes_to_score, len(nodes))
     if feasible and want < len(nodes):
         out.notes.append(
             f"a scheduling cycle stops after finding {want} feasible node(s) of {len(nodes)} "

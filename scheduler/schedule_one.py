@@ -354,6 +354,7 @@ class SchedulerCore:
         self.waiting_pods = WaitingPods()
         self.pods_in_pre_bind: dict[str, PodInPreBind] = {}
         self.profiles: dict[str, tuple[Framework, Evaluator]] = {}
+        self._profile_configs = {p.scheduler_name: p for p in self.config.profiles}
         for profile in self.config.profiles:
             fw, ev = build_framework(
                 profile,
@@ -371,9 +372,11 @@ class SchedulerCore:
             )
             ev.fast_dry_run = self.vectorized
             self.profiles[profile.scheduler_name] = (fw, ev)
-        # The framework and evaluator of the pod in the cycle (the first profile's between
-        # cycles); anything outside a cycle asks ``framework_for(pod)``.
+        # The framework, evaluator and profile of the pod in the cycle (``use_profile_of``;
+        # the first profile's until the first cycle); outside a cycle, ask
+        # ``framework_for(pod)``.
         self.framework, self.evaluator = self._first = self.profiles[self.config.scheduler_name]
+        self.profile_config = self.config
         self.queue.hints = dict(self.framework.hints)
         if len(self.profiles) > 1:
             self.queue.profile_hints = {n: dict(fw.hints) for n, (fw, _) in self.profiles.items()}
@@ -404,8 +407,10 @@ class SchedulerCore:
 
     def use_profile_of(self, pod: PodInfo) -> Framework:
         """Make the profile ``pod`` names (as ``framework_for``) the current one: the
-        ``framework`` and ``evaluator`` a cycle for ``pod`` runs. Returns the framework."""
+        ``framework``, ``evaluator`` and ``profile_config`` a cycle for ``pod`` runs with.
+        Returns the framework."""
         self.framework, self.evaluator = self.profiles.get(pod.scheduler_name, self._first)
+        self.profile_config = self._profile_configs.get(pod.scheduler_name, self.config)
         return self.framework
 
     def on_pod_add(self, pod: PodInfo) -> None:
@@ -971,7 +976,7 @@ class SchedulerCore:
         total = len(nodes)
         if total == 0:
             return [], None, diagnosis
-        want = num_feasible_nodes_to_find(self.config.percentage_of_nodes_to_score, total)
+        want = num_feasible_nodes_to_find(self.profile_config.percentage_of_nodes_to_score, total)
         if not fw.score_plugins:
             want = 1  # nothing would tell feasible nodes apart: take the first (upstream)
         start = self.next_start_node_index % total

@@ -290,3 +290,22 @@ def test_explain_asks_the_profile_the_pod_names() -> None:
         "schedulerName is 'other', not one of the profiles ('spread', 'packed'): none would "
         "schedule it; shown as profile 'spread' would"
     )
+
+
+def test_a_profile_s_percentage_of_nodes_to_score_overrides_the_top_level_one() -> None:
+    """As upstream: the profile's ``percentageOfNodesToScore`` when set, else the top
+    level's; a cycle of 200 equal nodes stops after that many feasible ones."""
+    cfg = _two({}, {"percentageOfNodesToScore": 100}, percentageOfNodesToScore=60)
+    assert [p.percentage_of_nodes_to_score for p in cfg.profiles] == [60, 100]
+    core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), RecordingRecorder())
+    for i in range(200):
+        core.on_node_add(make_node(f"n{i}").alloc(cpu="4", memory="8Gi", pods=110).record())
+    evaluated = {}
+    for scheduler in ("spread", "packed"):
+        core.on_pod_add(_pod(scheduler, scheduler))
+        r = core.schedule_one()
+        assert r is not None and r.outcome == "assumed"
+        evaluated[scheduler] = r.evaluated_nodes
+    assert evaluated == {"spread": 120, "packed": 200}
+    with pytest.raises(ConfigError, match=r"profiles\[1\]\.percentageOfNodesToScore: 101 is out"):
+        _two({}, {"percentageOfNodesToScore": 101})

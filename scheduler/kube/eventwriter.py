@@ -233,7 +233,7 @@ class EventWriter:
         *,
         identity: str,
         controller: str,
-        spawn: Callable[[Any], object],
+        spawn: Callable[[Any], asyncio.Future[Any]],
         writers: int = EVENT_WRITERS,
     ) -> None:
         self.sender = sender
@@ -255,14 +255,24 @@ class EventWriter:
         self._waiting.append(o)
         if self._writers < self.max_writers:
             self._writers += 1
-            self.spawn(self._write_waiting())
+            started = [False]
+            task = self.spawn(self._write_waiting(started))
+            # A writer cancelled before its first step (on stop) never runs its ``finally``:
+            # it is counted out here instead.
+            task.add_done_callback(lambda _: None if started[0] else self._writer_gone())
 
     @property
     def waiting(self) -> int:
         """Occurrences handed on and not yet being written."""
         return len(self._waiting)
 
-    async def _write_waiting(self) -> None:
+    def _writer_gone(self) -> None:
+        self._writers -= 1
+
+    async def _write_waiting(self, started: list[bool]) -> None:
+        # Counted out by its ``finally`` as it ends, in the same step (an occurrence handed on
+        # right after it finds nothing waiting starts a writer of its own).
+        started[0] = True
         try:
             while self._waiting:
                 o = self._waiting.popleft()

@@ -68,11 +68,16 @@ def _fallback_writer() -> tuple[FakeKube, list[asyncio.Future[Any]], EventWriter
     """An in-process writer on a recording API, and the writes it spawns."""
     api = FakeKube()
     tasks: list[asyncio.Future[Any]] = []
+
+    def spawn(coro: Any) -> asyncio.Future[Any]:
+        tasks.append(asyncio.ensure_future(coro))
+        return tasks[-1]
+
     writer = EventWriter(
         api,  # type: ignore[arg-type]
         identity="sched-a",
         controller="py-scheduler",
-        spawn=lambda c: tasks.append(asyncio.ensure_future(c)),
+        spawn=spawn,
     )
     return api, tasks, writer
 

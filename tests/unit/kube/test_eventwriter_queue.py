@@ -48,13 +48,14 @@ class _Gate:
 
 
 def _writer(sender: _Gate, writers: int = EVENT_WRITERS) -> tuple[EventWriter, list[Any]]:
-    tasks: list[asyncio.Task[Any]] = []
+    tasks: list[asyncio.Future[Any]] = []
+
+    def spawn(coro: Any) -> asyncio.Future[Any]:
+        tasks.append(asyncio.ensure_future(coro))
+        return tasks[-1]
+
     writer = EventWriter(
-        sender,
-        identity="sched-a",
-        controller="py-scheduler",
-        spawn=lambda c: tasks.append(asyncio.ensure_future(c)),
-        writers=writers,
+        sender, identity="sched-a", controller="py-scheduler", spawn=spawn, writers=writers
     )
     return writer, tasks
 
@@ -96,3 +97,24 @@ async def test_an_unexpected_failure_is_logged_and_the_others_are_written() -> N
     failed = [e for e in logs if e["event"] == "event_failed"]
     assert [(e["pod"], e["reason"]) for e in failed] == [("ns1/p001", "Scheduled")]
     assert "the connection broke" in failed[0]["error"]
+
+
+@sync
+async def test_writers_cancelled_before_their_first_step_are_counted_out() -> None:
+    """On stop the writers' tasks may be cancelled before they ever ran (their ``finally``
+    never runs): they no longer count, and a later occurrence starts a writer again."""
+    sender = _Gate()
+    sender.release.set()
+    writer, tasks = _writer(sender, writers=2)
+    for k in range(3):
+        writer.occurred(_scheduled(k))
+    assert len(tasks) == 2
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    await asyncio.sleep(0)  # the done callbacks
+    assert sender.started == [] and writer.waiting == 3
+    writer.occurred(_scheduled(3))
+    assert len(tasks) == 3
+    await tasks[-1]
+    assert sender.done == ["p000", "p001", "p002", "p003"]

@@ -332,6 +332,9 @@ class SchedulerCore:
     # (the live scheduler's; None in simulate and explain).
     api_client: ApiClient | None = None
     event_recorder: EventRecorder | None = None
+    # The recorder of each profile's FrameworkHandle, by profile name (the live
+    # scheduler's: its events name that profile); None: ``event_recorder`` for every one.
+    profile_recorders: Callable[[str], EventRecorder] | None = None
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -366,7 +369,11 @@ class SchedulerCore:
                 namespace_labels=self.namespace_labels,
                 selectors=self.selector_objects if self.upstream_default_selector else None,
                 api_client=self.api_client,
-                event_recorder=self.event_recorder,
+                event_recorder=(
+                    self.event_recorder
+                    if self.profile_recorders is None
+                    else self.profile_recorders(profile.scheduler_name)
+                ),
                 waiting_pods=self.waiting_pods,
                 pods_in_pre_bind=self.pods_in_pre_bind,
             )

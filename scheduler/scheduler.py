@@ -73,6 +73,7 @@ class Scheduler:
         cycle_writes: CycleWrites | None = None,
         api_client: ApiClient | None = None,
         event_recorder: EventRecorder | None = None,
+        profile_recorders: Callable[[str], EventRecorder] | None = None,
     ) -> None:
         self.config = config
         self.identity = identity
@@ -101,6 +102,7 @@ class Scheduler:
             observer=self.metrics,
             api_client=api_client,
             event_recorder=event_recorder,
+            profile_recorders=profile_recorders,
         )
 
     # ================================================================== state

@@ -281,7 +281,8 @@ class FrameworkHandle:
     @property
     def event_recorder(self) -> EventRecorder:
         """The scheduler's event recorder (upstream's ``EventRecorder()``): events a plugin
-        records are reported by the scheduler (``reportingController`` its name). Never
+        records are reported by the scheduler (``reportingController`` the name of this
+        plugin's profile). Never
         None: in ``simulate`` and ``explain`` the events are checked and dropped."""
         return self._events
 
@@ -289,7 +290,8 @@ class FrameworkHandle:
         return self._waiting.get(uid)
 
     def iterate_over_waiting_pods(self) -> Iterator[WaitingPod]:
-        """Every waiting pod (of this profile), in the order they started waiting."""
+        """Every waiting pod (of every profile: they share the map, as upstream's), in the
+        order they started waiting."""
         return iter(self._waiting)
 
     def reject_waiting_pod(self, uid: str) -> bool:

@@ -32,7 +32,7 @@ from scheduler.logging import v
 from scheduler.metrics import Metrics
 from scheduler.types import PodInfo
 
-__all__ = ["STRATEGIC", "EventRecorder", "now_rfc3339"]
+__all__ = ["STRATEGIC", "EventRecorder", "ProfileEvents", "now_rfc3339"]
 
 log = structlog.get_logger("py-scheduler")
 
@@ -163,19 +163,28 @@ class EventRecorder:
         reason: str,
         action: str,
         note: str,
+        *,
+        profile: str | None = None,
     ) -> None:
         """A plugin's event (``FrameworkHandle.event_recorder``), written in the background
-        like the scheduler's own; told by the profile of ``related`` if given, else of
-        ``regarding`` (the pod a plugin's event is about is its cycle's, or its preemptor
-        is related)."""
+        like the scheduler's own; told by ``profile`` (the plugin's, ``for_profile``), else
+        by the profile of ``related`` if given, else of ``regarding``."""
         check_event(event_type, reason, action)
         rel = None if related is None else _pod_ref(related)
-        teller = self._controller((related or regarding).scheduler_name)
+        teller = self._controller(
+            (related or regarding).scheduler_name if profile is None else profile
+        )
         self.sink.occurred(
             Occurrence(
                 _pod_ref(regarding), event_type, reason, note, action, rel, controller=teller
             )
         )
+
+    def for_profile(self, name: str) -> ProfileEvents:
+        """The recorder the FrameworkHandle of profile ``name`` gives its plugins: their
+        events name that profile as reportingController, as upstream's recorder per
+        profile."""
+        return ProfileEvents(self, name)
 
     def rejected(self, raw: Mapping[str, Any], message: str) -> None:
         """A FailedScheduling event about the pod whose raw form is ``raw`` (which could
@@ -248,4 +257,27 @@ class EventRecorder:
         teller = self._controller((related or pod).scheduler_name)
         await self.sink.record(
             Occurrence(_pod_ref(pod), event_type, reason, message, action, rel, controller=teller)
+        )
+
+
+class ProfileEvents:
+    """``EventRecorder.eventf`` told by one profile (``EventRecorder.for_profile``)."""
+
+    __slots__ = ("profile", "recorder")
+
+    def __init__(self, recorder: EventRecorder, profile: str) -> None:
+        self.recorder = recorder
+        self.profile = profile
+
+    def eventf(
+        self,
+        regarding: PodInfo,
+        related: PodInfo | None,
+        event_type: str,
+        reason: str,
+        action: str,
+        note: str,
+    ) -> None:
+        self.recorder.eventf(
+            regarding, related, event_type, reason, action, note, profile=self.profile
         )

@@ -146,6 +146,7 @@ class LiveScheduler:
             cycle_writes=self.recorder,
             api_client=client,
             event_recorder=self.recorder,
+            profile_recorders=self.recorder.for_profile,
         )
         self.executor.attach(self.scheduler.core)
         self.handlers = EventHandlers(

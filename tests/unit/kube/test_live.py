@@ -1520,3 +1520,52 @@ def test_each_profile_tells_its_own_pods_events_and_counts_its_own_attempts() ->
             assert reg.get_sample_value("scheduler_schedule_attempts_total", labels) == 1.0
 
     _run(go())
+
+
+class _Neighbour:
+    """A Reserve plugin that records an event about the pod with each pod already on its
+    node as the related object."""
+
+    name = "Neighbour"
+
+    def __init__(self, args: dict[str, Any], handle: Any) -> None:
+        self.handle = handle
+
+    def reserve(self, state: Any, pod: PodInfo, node_name: str) -> Any:
+        from scheduler.plugins import SUCCESS
+
+        for ni in self.handle.node_infos():
+            for other in ni.pods.values():
+                if ni.name == node_name and other.key != pod.key:
+                    self.handle.event_recorder.eventf(
+                        pod, other, "Normal", "Neighbour", "Scheduling", f"next to {other.name}"
+                    )
+        return SUCCESS
+
+    def unreserve(self, state: Any, pod: PodInfo, node_name: str) -> None:
+        return None
+
+
+def test_a_plugin_s_events_name_its_own_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With several profiles, a plugin's FrameworkHandle records for the plugin's profile
+    (upstream's recorder per profile), whichever profile the pods it names belong to."""
+    import dataclasses
+
+    one = _plugin_config(monkeypatch, _Neighbour, "reserve")
+    second = dataclasses.replace(SchedulerConfig(**one), scheduler_name="second")
+    config = {**one, "scheduler_name": "first", "more_profiles": (second,)}
+
+    async def go() -> None:
+        h = Harness(**config)
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        low = make_pod("low").node("n1").scheduler("first").obj()
+        h.event("pods", "ADDED", low)
+        h.event("pods", "ADDED", make_pod("new").scheduler("second").obj())
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "assumed"
+        await h.drain()
+        (ev,) = [b for _, b in h.api.of("POST", "/events") if b["reason"] == "Neighbour"]
+        assert (ev["regarding"]["name"], ev["related"]["name"]) == ("new", "low")
+        assert ev["reportingController"] == "second"
+
+    _run(go())

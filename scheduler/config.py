@@ -56,6 +56,7 @@ FILTER_PLUGINS = (
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeBinding",
     "PodTopologySpread",
     "InterPodAffinity",
     "NodeDeclaredFeatures",  # upstream appends it to the default profile after the others

@@ -40,15 +40,21 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
+    PVCInfo,
+    PVInfo,
     SelectorObject,
     ServiceInfo,
+    StorageClassInfo,
     global_default_class,
     node_from_dict,
     pdb_from_dict,
     pod_from_dict,
     priority_class_from_dict,
+    pv_from_dict,
+    pvc_from_dict,
     selector_object_from_dict,
     service_from_dict,
+    storage_class_from_dict,
 )
 
 __all__ = [
@@ -550,6 +556,18 @@ class ObjectDecoder:
 
     def service(self, raw: Raw) -> ServiceInfo:
         out: ServiceInfo = _guard("Service", raw, service_from_dict)
+        return out
+
+    def pvc(self, raw: Raw) -> PVCInfo:
+        out: PVCInfo = _guard("PersistentVolumeClaim", raw, pvc_from_dict)
+        return out
+
+    def pv(self, raw: Raw) -> PVInfo:
+        out: PVInfo = _guard("PersistentVolume", raw, pv_from_dict)
+        return out
+
+    def storage_class(self, raw: Raw) -> StorageClassInfo:
+        out: StorageClassInfo = _guard("StorageClass", raw, storage_class_from_dict)
         return out
 
     def selector_object(self, kind: str) -> Callable[[Raw], SelectorObject]:

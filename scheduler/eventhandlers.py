@@ -24,8 +24,11 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
+    PVCInfo,
+    PVInfo,
     SelectorObject,
     ServiceInfo,
+    StorageClassInfo,
 )
 
 __all__ = ["EventHandlers", "Namespace"]
@@ -131,6 +134,23 @@ class EventHandlers:
                 self.core.on_selector_object_delete(kind, d.old.key)
             else:
                 self.core.on_selector_object_set(kind, d.new)
+            self._observed(kind + _action(d), t0)
+
+        return handle
+
+    # ------------------------------------------------------------------ volumes
+    def volume_object(
+        self, kind: str
+    ) -> Callable[[Delta[PVCInfo | PVInfo | StorageClassInfo]], None]:
+        """PersistentVolumeClaims, PersistentVolumes, StorageClasses (VolumeBinding's);
+        ``kind`` names which (the event label)."""
+
+        def handle(d: Delta[PVCInfo | PVInfo | StorageClassInfo]) -> None:
+            t0 = time.perf_counter()
+            if isinstance(d, Deleted):
+                self.core.on_volume_object_delete(d.old)
+            else:
+                self.core.on_volume_object_set(d.new)
             self._observed(kind + _action(d), t0)
 
         return handle

@@ -49,14 +49,18 @@ from scheduler.types import (
     ParseError,
     PDBInfo,
     PodInfo,
+    PVCInfo,
+    PVInfo,
     SelectorObject,
     ServiceInfo,
+    StorageClassInfo,
     UnknownPriorityClassError,
 )
 
 __all__ = ["LIST_KINDS", "ExplainError", "Explanation", "Lister", "explain"]
 
 T = TypeVar("T")
+VolumeObject = PVCInfo | PVInfo | StorageClassInfo
 
 Lister = Callable[[str], list[dict[str, Any]]]
 # What explain LISTs, in load order (classes before the pods that name them).
@@ -70,6 +74,9 @@ LIST_KINDS = (
     "replicationcontrollers",
     "replicasets",
     "statefulsets",
+    "persistentvolumeclaims",
+    "persistentvolumes",
+    "storageclasses",
 )
 # The selectors of system default spreading: list kind -> object kind.
 SELECTOR_LISTS = {
@@ -345,6 +352,16 @@ def _load(
             rec = decoded(kind, decode, obj)
             if rec is not None:
                 core.on_selector_object_set(kind, rec)
+    volume_lists: tuple[tuple[str, str, Callable[[dict[str, Any]], VolumeObject]], ...] = (
+        ("persistentvolumeclaims", "PersistentVolumeClaim", decoder.pvc),
+        ("persistentvolumes", "PersistentVolume", decoder.pv),
+        ("storageclasses", "StorageClass", decoder.storage_class),
+    )
+    for plural, kind, decode_volume in volume_lists:
+        for obj in objects.get(plural, []):
+            vol = decoded(kind, decode_volume, obj)
+            if vol is not None:
+                core.on_volume_object_set(vol)
     for obj in objects.get("pods", []):
         if _key_of(obj) == target:
             continue

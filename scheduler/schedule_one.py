@@ -53,6 +53,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
+from scheduler.framework.plugins.volumebinding import VolumeObjects
 from scheduler.framework.preemption import Evaluator, PreemptionActions, fit_error_message
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import (
@@ -68,8 +69,11 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
+    PVCInfo,
+    PVInfo,
     SelectorObject,
     ServiceInfo,
+    StorageClassInfo,
     pod_with,
 )
 
@@ -342,6 +346,7 @@ class SchedulerCore:
         self.pdbs: dict[str, PDBInfo] = {}
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.selector_objects = SelectorObjects()
+        self.volumes = VolumeObjects()  # claims, volumes, storage classes (VolumeBinding)
         # The queue owns the nominator; the framework reads it for the two-pass filter.
         self.queue = PriorityQueue(
             self.clock,
@@ -376,6 +381,7 @@ class SchedulerCore:
                 ),
                 waiting_pods=self.waiting_pods,
                 pods_in_pre_bind=self.pods_in_pre_bind,
+                volumes=self.volumes,
             )
             ev.fast_dry_run = self.vectorized
             self.profiles[profile.scheduler_name] = (fw, ev)
@@ -575,6 +581,33 @@ class SchedulerCore:
             self.selector_objects.delete_service(key)
         else:
             self.selector_objects.delete_controller(kind, key)
+
+    def on_volume_object_set(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
+        """A PersistentVolumeClaim, PersistentVolume or StorageClass was added or changed:
+        VolumeBinding reads it, and the pods its hints wait for such an event are moved."""
+        vols = self.volumes
+        old: PVCInfo | PVInfo | StorageClassInfo | None
+        if isinstance(obj, PVCInfo):
+            resource, old = "PersistentVolumeClaim", vols.claims.get(obj.key)
+            vols.claims[obj.key] = obj
+        elif isinstance(obj, PVInfo):
+            resource, old = "PersistentVolume", vols.volumes.get(obj.name)
+            vols.volumes[obj.name] = obj
+        else:
+            resource, old = "StorageClass", vols.classes.get(obj.name)
+            vols.classes[obj.name] = obj
+        action = "Add" if old is None else "Update"
+        self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, obj)
+
+    def on_volume_object_delete(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
+        """One of those objects was deleted (no pod waits for that)."""
+        vols = self.volumes
+        if isinstance(obj, PVCInfo):
+            vols.claims.pop(obj.key, None)
+        elif isinstance(obj, PVInfo):
+            vols.volumes.pop(obj.name, None)
+        else:
+            vols.classes.pop(obj.name, None)
 
     # ================================================================== periodic work
     def flush(self, *, left_over: bool = True) -> None:

@@ -60,8 +60,11 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
+    PVCInfo,
+    PVInfo,
     SelectorObject,
     ServiceInfo,
+    StorageClassInfo,
     UnknownPriorityClassError,
     pod_with,
 )
@@ -78,10 +81,12 @@ __all__ = [
 
 # The selectors of system default spreading (upstream's DefaultSelector) come with them.
 SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", *SELECTOR_KINDS)
+# VolumeBinding's.
+VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
+KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", *SELECTOR_KINDS, *VOLUME_KINDS)
 DUMP_COMMAND = (
     "kubectl get nodes,pods,pdb,priorityclasses,services,replicationcontrollers,"
-    "replicasets,statefulsets -A -o json"
+    "replicasets,statefulsets,pvc,pv,storageclasses -A -o json"
 )
 T = TypeVar("T")
 
@@ -189,6 +194,7 @@ class _Input:
     pending: dict[str, PodInfo] = field(default_factory=dict)
     pdbs: dict[str, PDBInfo] = field(default_factory=dict)
     selectors: list[tuple[str, ServiceInfo | SelectorObject]] = field(default_factory=list)
+    volumes: list[PVCInfo | PVInfo | StorageClassInfo] = field(default_factory=list)
     placements: dict[str, str | None] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -223,6 +229,12 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
             inp.selectors.append((kind, _guarded(d, decoder.service)))
         elif kind in SELECTOR_KINDS:
             inp.selectors.append((kind, _guarded(d, decoder.selector_object(kind))))
+        elif kind == "PersistentVolumeClaim":
+            inp.volumes.append(_guarded(d, decoder.pvc))
+        elif kind == "PersistentVolume":
+            inp.volumes.append(_guarded(d, decoder.pv))
+        elif kind == "StorageClass":
+            inp.volumes.append(_guarded(d, decoder.storage_class))
         elif kind != "PriorityClass":
             inp.notes.append(f"{d.where}: kind {kind!r} ignored")
     if not inp.selectors:
@@ -323,6 +335,8 @@ class _Simulation:
             core.on_node_add(node)
         for kind, rec in self.inp.selectors:
             core.on_selector_object_set(kind, rec)
+        for vol in self.inp.volumes:
+            core.on_volume_object_set(vol)
         for pod in self.inp.bound.values():
             core.on_pod_add(pod)
         self._sync_pdbs(deleted=())

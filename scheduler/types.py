@@ -39,6 +39,8 @@ __all__ = [
     "NodeSelectorRequirement",
     "NodeSelectorTerm",
     "PDBInfo",
+    "PVCInfo",
+    "PVInfo",
     "ParseError",
     "PodAffinityTerm",
     "PodInfo",
@@ -46,6 +48,7 @@ __all__ = [
     "Resource",
     "SelectorObject",
     "ServiceInfo",
+    "StorageClassInfo",
     "Taint",
     "Toleration",
     "TopologySpreadConstraint",
@@ -55,8 +58,11 @@ __all__ = [
     "pdb_from_dict",
     "pod_from_dict",
     "priority_class_from_dict",
+    "pv_from_dict",
+    "pvc_from_dict",
     "selector_object_from_dict",
     "service_from_dict",
+    "storage_class_from_dict",
 ]
 
 Obj = Mapping[str, Any]
@@ -400,6 +406,10 @@ class PodInfo:
     required_features: frozenset[str] = frozenset()
     generation: int = 0  # metadata.generation (conditions we write observe it)
     pod_scheduled: str = ""  # status of its PodScheduled condition, "" when it has none
+    # The PersistentVolumeClaims its volumes use, by name in its namespace (a
+    # ``persistentVolumeClaim`` volume's claim; a generic ephemeral volume's, named
+    # ``<pod>-<volume>``, with True: the pod must own it).
+    claims: tuple[tuple[str, bool], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -992,10 +1002,23 @@ def pod_from_dict(
                             hp,
                         )
                     )
-    for vol in spec.get("volumes") or ():
+    claims: list[tuple[str, bool]] = []
+    for i, vol in enumerate(spec.get("volumes") or ()):
+        if not isinstance(vol, Mapping):
+            raise ParseError(who, f"spec.volumes[{i}]", "expected a map")
         ref = (vol.get("image") or {}).get("reference")
         if ref:
             images.append(str(ref))  # an image volume (GA in 1.36) is pulled as an image too
+        pvc = vol.get("persistentVolumeClaim")
+        if pvc is not None:
+            claim = pvc.get("claimName") if isinstance(pvc, Mapping) else None
+            if not isinstance(claim, str) or not claim:
+                raise ParseError(
+                    who, f"spec.volumes[{i}].persistentVolumeClaim.claimName", "expected a name"
+                )
+            claims.append((claim, False))
+        elif vol.get("ephemeral") is not None:
+            claims.append((f"{name}-{vol.get('name') or ''}", True))
     if not bind_options and spec.get("ephemeralContainers"):
         for i, c in enumerate(spec["ephemeralContainers"]):
             if c.get("volumeMounts") and _has_bind_mount_options(
@@ -1103,6 +1126,7 @@ def pod_from_dict(
     pod.required_features = features
     pod.generation = generation
     pod.pod_scheduled = pod_scheduled
+    pod.claims = tuple(claims)
     return _seal(pod)
 
 
@@ -1224,6 +1248,92 @@ def node_from_dict(obj: Obj) -> NodeRecord:
         images=images,
         declared_features=frozenset(declared) if declared else _NO_FEATURES,
     )
+
+
+# --------------------------------------------------------------------------- volumes
+
+
+@dataclass(frozen=True, slots=True)
+class PVCInfo:
+    """A PersistentVolumeClaim as VolumeBinding reads it."""
+
+    namespace: str
+    name: str
+    volume_name: str = ""  # spec.volumeName: the PV it is bound to ("": unbound)
+    storage_class: str = ""  # spec.storageClassName ("": none)
+    deleting: bool = False
+    controller_uid: str = ""  # the uid of its controlling owner
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class PVInfo:
+    """A PersistentVolume's node affinity (None: any node)."""
+
+    name: str
+    node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StorageClassInfo:
+    name: str
+    wait_for_first_consumer: bool = False  # volumeBindingMode WaitForFirstConsumer
+
+
+def pvc_from_dict(obj: Obj) -> PVCInfo:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    ns = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    who = f"PersistentVolumeClaim {ns}/{name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    if not isinstance(spec, Mapping):
+        raise ParseError(who, "spec", "expected a map")
+    controller = ""
+    for i, ref in enumerate(meta.get("ownerReferences") or ()):
+        if not isinstance(ref, Mapping):
+            raise ParseError(who, f"metadata.ownerReferences[{i}]", "expected a map")
+        if ref.get("controller"):
+            controller = str(ref.get("uid") or "")
+    return PVCInfo(
+        ns,
+        name,
+        str(spec.get("volumeName") or ""),
+        str(spec.get("storageClassName") or ""),
+        meta.get("deletionTimestamp") is not None,
+        controller,
+    )
+
+
+def pv_from_dict(obj: Obj) -> PVInfo:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    name = str(meta.get("name") or "")
+    who = f"PersistentVolume {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    if not isinstance(spec, Mapping):
+        raise ParseError(who, "spec", "expected a map")
+    required = (spec.get("nodeAffinity") or {}).get("required")
+    if required is None:
+        return PVInfo(name)
+    path = "spec.nodeAffinity.required.nodeSelectorTerms"
+    return PVInfo(name, _node_selector_terms(required.get("nodeSelectorTerms"), path, who))
+
+
+def storage_class_from_dict(obj: Obj) -> StorageClassInfo:
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    who = f"StorageClass {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    mode = obj.get("volumeBindingMode") or "Immediate"
+    if mode not in ("Immediate", "WaitForFirstConsumer"):
+        raise ParseError(who, "volumeBindingMode", f"unknown {mode!r}")
+    return StorageClassInfo(name, mode == "WaitForFirstConsumer")
 
 
 # --------------------------------------------------------------------------- PDB

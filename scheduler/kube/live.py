@@ -62,6 +62,16 @@ RESOURCES = {
     ),
     "replicasets": Resource("ReplicaSet", "/apis/apps/v1/replicasets", namespaced=True),
     "statefulsets": Resource("StatefulSet", "/apis/apps/v1/statefulsets", namespaced=True),
+    # VolumeBinding's.
+    "persistentvolumeclaims": Resource(
+        "PersistentVolumeClaim", "/api/v1/persistentvolumeclaims", namespaced=True
+    ),
+    "persistentvolumes": Resource(
+        "PersistentVolume", "/api/v1/persistentvolumes", namespaced=False
+    ),
+    "storageclasses": Resource(
+        "StorageClass", "/apis/storage.k8s.io/v1/storageclasses", namespaced=False
+    ),
 }
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
 
@@ -173,6 +183,14 @@ class LiveScheduler:
             name = RESOURCES[kind].kind
             self.informers[kind] = self._informer(
                 kind, d.selector_object(name), h.selector_object(name)
+            )
+        for kind, decode in (
+            ("persistentvolumeclaims", d.pvc),
+            ("persistentvolumes", d.pv),
+            ("storageclasses", d.storage_class),
+        ):
+            self.informers[kind] = self._informer(
+                kind, decode, h.volume_object(RESOURCES[kind].kind)
             )
 
     def _informer(

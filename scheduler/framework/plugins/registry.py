@@ -24,6 +24,7 @@ from scheduler.framework.plugins.nodeunschedulable import NodeUnschedulable
 from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
+from scheduler.framework.plugins.volumebinding import VolumeBinding, VolumeObjects
 from scheduler.framework.preemption import Evaluator, PreemptionActions
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import (
@@ -52,10 +53,12 @@ def build_framework(
     event_recorder: EventRecorder | None = None,
     waiting_pods: WaitingPods | None = None,
     pods_in_pre_bind: dict[str, PodInPreBind] | None = None,
+    volumes: VolumeObjects | None = None,
 ) -> tuple[Framework, Evaluator]:
     """``config``: one profile. ``waiting_pods`` (the pods held at Permit) and
     ``pods_in_pre_bind`` (those whose async PreBind is under way): maps that upstream's
-    profiles share, so that a preemption finds any profile's pod there (new ones if None)."""
+    profiles share, so that a preemption finds any profile's pod there (new ones if None).
+    ``volumes``: the claims, volumes and classes VolumeBinding reads (none if None)."""
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
     plugins: list[object] = [
@@ -70,6 +73,7 @@ def build_framework(
             shape=fit.shape,
             ignored_resources=fit.ignored_resources,
         ),
+        VolumeBinding(VolumeObjects() if volumes is None else volumes),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),
         BalancedAllocation(resources),

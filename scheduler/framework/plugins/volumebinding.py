@@ -1,0 +1,134 @@
+"""VolumeBinding, for claims that are already bound or bind immediately (upstream's
+volumebinding plugin without its binding of WaitForFirstConsumer claims).
+
+PreFilter (a pod without claims skips the plugin): every claim the pod's volumes use must
+exist and not be being deleted, and a generic ephemeral volume's claim must be the pod's
+own; a claim that is not bound and whose StorageClass binds immediately (or that names no
+class) makes the pod unschedulable until the PV controller binds it (upstream's "pod has
+unbound immediate PersistentVolumeClaims"). Filter: the node must satisfy the node
+affinity of every bound claim's PersistentVolume (a local volume's node, a zone), as
+upstream's checkBoundClaims.
+
+Not built: a claim whose StorageClass waits for the first consumer is not bound by us (no
+PV is chosen, no ``volume.kubernetes.io/selected-node`` is written), so it passes the plugin
+unchecked and stays unbound; README's limits say so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework.interface import (
+    SKIP,
+    SUCCESS,
+    ClusterEvent,
+    Code,
+    CycleState,
+    EventRegistration,
+    PreFilterResult,
+    Status,
+)
+from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import match_node_selector_terms
+from scheduler.types import NodeInfo, NodeSelectorTerm, PodInfo, PVCInfo, PVInfo, StorageClassInfo
+
+ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_PV_NOT_EXIST = (
+    "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+)
+ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+_STATE_KEY = "VolumeBinding"
+
+
+@dataclass
+class VolumeObjects:
+    """The claims (by ``namespace/name``), volumes and storage classes (by name) the
+    scheduler watches; the core keeps them, the plugin reads them."""
+
+    claims: dict[str, PVCInfo] = field(default_factory=dict)
+    volumes: dict[str, PVInfo] = field(default_factory=dict)
+    classes: dict[str, StorageClassInfo] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    affinities: tuple[tuple[NodeSelectorTerm, ...], ...]  # of the bound claims' volumes
+    missing_volume: bool  # a claim bound to a volume we do not know
+
+
+class VolumeBinding:
+    name = names.VOLUME_BINDING
+    node_only_filter = True  # Filter reads the pod's state and the node record only
+
+    def __init__(self, objects: VolumeObjects) -> None:
+        self.objects = objects
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not pod.claims:
+            return None, SKIP
+        ns = pod.namespace
+        found: list[PVCInfo] = []
+        for claim, ephemeral in pod.claims:
+            pvc = self.objects.claims.get(f"{ns}/{claim}")
+            if pvc is None:
+                msg = f'persistentvolumeclaim "{claim}" not found'
+                return None, Status.unresolvable(msg, plugin=self.name)
+            if ephemeral and pvc.controller_uid != pod.uid:
+                msg = f"PVC {ns}/{claim} was not created for pod {ns}/{pod.name} (pod is not owner)"
+                return None, Status.unresolvable(msg, plugin=self.name)
+            if pvc.deleting:
+                msg = f'persistentvolumeclaim "{claim}" is being deleted'
+                return None, Status.unresolvable(msg, plugin=self.name)
+            found.append(pvc)
+        affinities: list[tuple[NodeSelectorTerm, ...]] = []
+        missing = False
+        immediate = False
+        for pvc in found:
+            if pvc.volume_name:
+                pv = self.objects.volumes.get(pvc.volume_name)
+                if pv is None:
+                    missing = True
+                elif pv.node_affinity is not None:
+                    affinities.append(pv.node_affinity)
+                continue
+            if not pvc.storage_class:
+                immediate = True
+                continue
+            sc = self.objects.classes.get(pvc.storage_class)
+            if sc is None:
+                msg = f'storageclass.storage.k8s.io "{pvc.storage_class}" not found'
+                return None, Status(Code.ERROR, (msg,), self.name)
+            immediate = immediate or not sc.wait_for_first_consumer
+        if immediate:
+            return None, Status.unresolvable(ERR_UNBOUND_IMMEDIATE, plugin=self.name)
+        state.write(_STATE_KEY, _Bound(tuple(affinities), missing))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        bound: _Bound | None = state.read(_STATE_KEY)
+        node = node_info.node
+        if bound is None or node is None:
+            return SUCCESS
+        if bound.missing_volume:
+            return Status.unresolvable(ERR_REASON_PV_NOT_EXIST, plugin=self.name)
+        for terms in bound.affinities:
+            if not match_node_selector_terms(terms, node.labels, node.name):
+                return Status.unresolvable(ERR_REASON_NODE_CONFLICT, plugin=self.name)
+        return SUCCESS
+
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        # As upstream's (without CSINode and CSIStorageCapacity, which nothing here reads):
+        # a claim, volume or class added or changed, or a node added or changed, may let a
+        # rejected pod in.
+        return [
+            EventRegistration(ClusterEvent(resource, action), None)
+            for resource in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Node")
+            for action in ("Add", "Update")
+        ]

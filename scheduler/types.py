@@ -1259,14 +1259,22 @@ class PVCInfo:
 
     namespace: str
     name: str
-    volume_name: str = ""  # spec.volumeName: the PV it is bound to ("": unbound)
-    storage_class: str = ""  # spec.storageClassName ("": none)
+    volume_name: str = ""  # spec.volumeName: the PV it is (being) bound to ("": none)
+    # The storage class (the beta annotation, else spec.storageClassName; "": none).
+    storage_class: str = ""
     deleting: bool = False
     controller_uid: str = ""  # the uid of its controlling owner
+    bind_completed: bool = False  # the PV controller's pv.kubernetes.io/bind-completed
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def bound(self) -> bool:
+        """Fully bound, as upstream's isPVCFullyBound: a volume named and the binding
+        completed (a claim that only names its volume is still unbound)."""
+        return bool(self.volume_name) and self.bind_completed
 
 
 @dataclass(frozen=True, slots=True)
@@ -1299,13 +1307,18 @@ def pvc_from_dict(obj: Obj) -> PVCInfo:
             raise ParseError(who, f"metadata.ownerReferences[{i}]", "expected a map")
         if ref.get("controller"):
             controller = str(ref.get("uid") or "")
+    annotations = meta.get("annotations") or {}
+    if not isinstance(annotations, Mapping):
+        raise ParseError(who, "metadata.annotations", "expected a map")
+    beta_class = annotations.get("volume.beta.kubernetes.io/storage-class")
     return PVCInfo(
         ns,
         name,
         str(spec.get("volumeName") or ""),
-        str(spec.get("storageClassName") or ""),
+        str(beta_class if beta_class is not None else spec.get("storageClassName") or ""),
         meta.get("deletionTimestamp") is not None,
         controller,
+        "pv.kubernetes.io/bind-completed" in annotations,
     )
 
 

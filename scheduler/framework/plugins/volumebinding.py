@@ -3,11 +3,11 @@ volumebinding plugin without its binding of WaitForFirstConsumer claims).
 
 PreFilter (a pod without claims skips the plugin): every claim the pod's volumes use must
 exist and not be being deleted, and a generic ephemeral volume's claim must be the pod's
-own; a claim that is not bound and whose StorageClass binds immediately (or that names no
-class) makes the pod unschedulable until the PV controller binds it (upstream's "pod has
-unbound immediate PersistentVolumeClaims"). Filter: the node must satisfy the node
-affinity of every bound claim's PersistentVolume (a local volume's node, a zone), as
-upstream's checkBoundClaims.
+own; a claim that is not fully bound (``pv.kubernetes.io/bind-completed``) and whose
+StorageClass binds immediately (or that names no class, or one we do not know) makes the
+pod unschedulable until the PV controller binds it (upstream's "pod has unbound immediate
+PersistentVolumeClaims"). Filter: the node must satisfy the node affinity of every bound
+claim's PersistentVolume (a local volume's node, a zone), as upstream's checkBoundClaims.
 
 Not built: a claim whose StorageClass waits for the first consumer is not bound by us (no
 PV is chosen, no ``volume.kubernetes.io/selected-node`` is written), so it passes the plugin
@@ -24,7 +24,6 @@ from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
     ClusterEvent,
-    Code,
     CycleState,
     EventRegistration,
     PreFilterResult,
@@ -88,21 +87,19 @@ class VolumeBinding:
         missing = False
         immediate = False
         for pvc in found:
-            if pvc.volume_name:
+            if pvc.bound:
                 pv = self.objects.volumes.get(pvc.volume_name)
                 if pv is None:
                     missing = True
                 elif pv.node_affinity is not None:
                     affinities.append(pv.node_affinity)
                 continue
-            if not pvc.storage_class:
-                immediate = True
-                continue
-            sc = self.objects.classes.get(pvc.storage_class)
-            if sc is None:
-                msg = f'storageclass.storage.k8s.io "{pvc.storage_class}" not found'
-                return None, Status(Code.ERROR, (msg,), self.name)
-            immediate = immediate or not sc.wait_for_first_consumer
+            # As upstream's IsDelayBindingMode: no class, or a class we do not know, binds
+            # immediately; and a claim that names its volume but is not fully bound yet
+            # counts as an unbound immediate one.
+            sc = self.objects.classes.get(pvc.storage_class) if pvc.storage_class else None
+            delayed = sc is not None and sc.wait_for_first_consumer
+            immediate = immediate or not delayed or bool(pvc.volume_name)
         if immediate:
             return None, Status.unresolvable(ERR_UNBOUND_IMMEDIATE, plugin=self.name)
         state.write(_STATE_KEY, _Bound(tuple(affinities), missing))

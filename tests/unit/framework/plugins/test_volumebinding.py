@@ -27,8 +27,11 @@ def pvc(
     storage_class: str | None = None,
     deleting: bool = False,
     owner_uid: str = "",
+    completed: bool = True,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    if volume and completed:
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
     if deleting:
         meta["deletionTimestamp"] = "2026-11-29T00:00:00Z"
     if owner_uid:
@@ -180,11 +183,24 @@ def test_claims_that_keep_the_pod_off_every_node(
     assert core.queue.where("default/p") == UNSCHEDULABLE_Q
 
 
-def test_a_class_that_does_not_exist_is_an_error() -> None:
-    core, _ = _core(pvc("data", storage_class="nope"))
+@pytest.mark.parametrize(
+    "claim",
+    [
+        pytest.param(pvc("data", storage_class="nope"), id="a class that does not exist"),
+        pytest.param(
+            pvc("data", storage_class="local", volume="pv-1", completed=False),
+            id="named its volume, binding not completed",
+        ),
+    ],
+)
+def test_claims_that_count_as_unbound_immediate_ones(claim: dict[str, Any]) -> None:
+    """As upstream: a class it cannot find binds immediately, and a claim pre-bound to its
+    volume is unbound until the PV controller completes the binding."""
+    core, _ = _core(claim, storage_class("local", "WaitForFirstConsumer"), pv("pv-1"))
     r = _one(core, with_claim("p", "data"))
-    assert r.outcome == "error"
-    assert 'storageclass.storage.k8s.io "nope" not found' in r.message
+    assert r.message.startswith(
+        "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    )
 
 
 def test_a_claim_that_waits_for_its_first_consumer_passes_unchecked() -> None:
@@ -247,7 +263,11 @@ def test_parsing_names_the_object_and_the_field() -> None:
         ParseError, match=r"spec\.volumes\[0\]\.persistentVolumeClaim\.claimName: expected a name"
     ):
         bad_pod.info()
-    assert pvc_from_dict(pvc("c", volume="v", storage_class="s")).key == "default/c"
+    parsed = pvc_from_dict(pvc("c", volume="v", storage_class="s"))
+    assert (parsed.key, parsed.bound, parsed.storage_class) == ("default/c", True, "s")
+    beta = pvc("c", storage_class="s")
+    beta["metadata"]["annotations"] = {"volume.beta.kubernetes.io/storage-class": "old"}
+    assert pvc_from_dict(beta).storage_class == "old"  # the annotation first, as upstream
 
 
 def test_simulate_reads_claims_volumes_and_classes_from_the_dump() -> None:

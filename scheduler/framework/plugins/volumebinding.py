@@ -27,11 +27,20 @@ from scheduler.framework.interface import (
     CycleState,
     EventRegistration,
     PreFilterResult,
+    QueueingHint,
     Status,
 )
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.helper import match_node_selector_terms
-from scheduler.types import NodeInfo, NodeSelectorTerm, PodInfo, PVCInfo, PVInfo, StorageClassInfo
+from scheduler.types import (
+    NodeInfo,
+    NodeRecord,
+    NodeSelectorTerm,
+    PodInfo,
+    PVCInfo,
+    PVInfo,
+    StorageClassInfo,
+)
 
 ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
 ERR_REASON_PV_NOT_EXIST = (
@@ -121,11 +130,28 @@ class VolumeBinding:
         return SUCCESS
 
     def events_to_register(self) -> Iterable[EventRegistration]:
-        # As upstream's (without CSINode and CSIStorageCapacity, which nothing here reads):
-        # a claim, volume or class added or changed, or a node added or changed, may let a
-        # rejected pod in.
+        """As upstream's (without CSINode, CSIDriver and CSIStorageCapacity, which nothing
+        here reads): one of the pod's claims added or changed; any volume added or changed;
+        a class added (upstream also queues on a change of allowedTopologies, which only
+        the binding of claims that wait for a consumer reads); a node added or relabelled."""
+
+        def own_claim(pod: PodInfo, old: object, new: object) -> QueueingHint:
+            if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
+                return QueueingHint.SKIP
+            named = any(claim == new.name for claim, _ in pod.claims)
+            return QueueingHint.QUEUE if named else QueueingHint.SKIP
+
+        def relabelled(pod: PodInfo, old: object, new: object) -> QueueingHint:
+            if isinstance(old, NodeRecord) and isinstance(new, NodeRecord):
+                return QueueingHint.QUEUE if old.labels != new.labels else QueueingHint.SKIP
+            return QueueingHint.QUEUE
+
         return [
-            EventRegistration(ClusterEvent(resource, action), None)
-            for resource in ("PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Node")
-            for action in ("Add", "Update")
+            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), own_claim),
+            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Update"), own_claim),
+            EventRegistration(ClusterEvent("PersistentVolume", "Add"), None),
+            EventRegistration(ClusterEvent("PersistentVolume", "Update"), None),
+            EventRegistration(ClusterEvent("StorageClass", "Add"), None),
+            EventRegistration(ClusterEvent("Node", "Add"), None),
+            EventRegistration(ClusterEvent("Node", "Update"), relabelled),
         ]

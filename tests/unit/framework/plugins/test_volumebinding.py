@@ -280,3 +280,28 @@ def test_simulate_reads_claims_volumes_and_classes_from_the_dump() -> None:
     ]
     docs = [Document("dump.yaml", i + 1, o) for i, o in enumerate(objs)]
     assert simulate(docs, SchedulerConfig()).placements == {"default/p": "n2"}
+
+
+def test_only_the_pod_s_own_claims_and_relabelled_nodes_bring_it_back() -> None:
+    """The queueing hints, as upstream's: another claim, or another namespace's claim of
+    that name, or a node changed but for its labels (a heartbeat), does not move the pod;
+    its own claim's change and a relabelled node do."""
+    core, _ = _core(pvc("data"))
+    assert _one(core, with_claim("p", "data")).outcome == "unschedulable"
+    core.on_volume_object_set(pvc_from_dict(pvc("other")))
+    theirs = pvc("data")
+    theirs["metadata"]["namespace"] = "elsewhere"
+    core.on_volume_object_set(pvc_from_dict(theirs))
+    old = node("n1").record()
+    core.on_node_update(old, node("n1").taint("k", "v").record())
+    assert core.queue.where("default/p") == UNSCHEDULABLE_Q
+    core.on_volume_object_set(storage_class_from_dict(storage_class("fast", "Immediate")))
+    assert core.queue.where("default/p") != UNSCHEDULABLE_Q  # a class's addition moves it
+    core.clock.step(20)  # type: ignore[attr-defined]
+    core.flush()
+    assert core.schedule_one() is not None  # tried again, still unbound
+    assert core.queue.where("default/p") == UNSCHEDULABLE_Q
+    core.on_volume_object_set(storage_class_from_dict(storage_class("fast", "Immediate")))
+    assert core.queue.where("default/p") == UNSCHEDULABLE_Q  # a class's update: no
+    core.on_node_update(old, node("n1").label("zone", "z").record())
+    assert core.queue.where("default/p") != UNSCHEDULABLE_Q

@@ -13,6 +13,7 @@ from scheduler.backend.queue import UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
 from scheduler.decode import Document
+from scheduler.explain import explain
 from scheduler.schedule_one import SchedulerCore
 from scheduler.simulate import simulate
 from scheduler.types import ParseError, pv_from_dict, pvc_from_dict, storage_class_from_dict
@@ -305,3 +306,17 @@ def test_only_the_pod_s_own_claims_and_relabelled_nodes_bring_it_back() -> None:
     assert core.queue.where("default/p") == UNSCHEDULABLE_Q  # a class's update: no
     core.on_node_update(old, node("n1").label("zone", "z").record())
     assert core.queue.where("default/p") != UNSCHEDULABLE_Q
+
+
+def test_explain_lists_claims_volumes_and_classes_and_names_the_conflict() -> None:
+    objs = {
+        "nodes": [node("n1").obj(), node("n2").obj()],
+        "pods": [with_claim("p", "data").scheduler("py-scheduler").obj()],
+        "persistentvolumeclaims": [pvc("data", volume="pv-1")],
+        "persistentvolumes": [pv("pv-1", on_nodes=("n2",))],
+    }
+    e = explain("default/p", lambda kind: objs.get(kind, []), SchedulerConfig())
+    assert {v.node: (v.fits, v.plugin, v.reasons) for v in e.nodes} == {
+        "n1": (False, "VolumeBinding", ("node(s) had volume node affinity conflict",)),
+        "n2": (True, "", ()),
+    }

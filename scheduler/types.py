@@ -1331,9 +1331,14 @@ def pv_from_dict(obj: Obj) -> PVInfo:
         raise ParseError(who, "metadata.name", "missing")
     if not isinstance(spec, Mapping):
         raise ParseError(who, "spec", "expected a map")
-    required = (spec.get("nodeAffinity") or {}).get("required")
+    affinity = spec.get("nodeAffinity") or {}
+    if not isinstance(affinity, Mapping):
+        raise ParseError(who, "spec.nodeAffinity", "expected a map")
+    required = affinity.get("required")
     if required is None:
         return PVInfo(name)
+    if not isinstance(required, Mapping):
+        raise ParseError(who, "spec.nodeAffinity.required", "expected a map")
     path = "spec.nodeAffinity.required.nodeSelectorTerms"
     return PVInfo(name, _node_selector_terms(required.get("nodeSelectorTerms"), path, who))
 

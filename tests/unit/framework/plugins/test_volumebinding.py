@@ -257,6 +257,8 @@ def test_parsing_names_the_object_and_the_field() -> None:
         r"\.nodeSelectorTerms\[0\]\.matchExpressions\[0\]\.operator: unknown",
     ):
         pv_from_dict(bad)
+    with pytest.raises(ParseError, match=r"^PersistentVolume v: spec\.nodeAffinity\.required: "):
+        pv_from_dict({"metadata": {"name": "v"}, "spec": {"nodeAffinity": {"required": []}}})
     with pytest.raises(ParseError, match=r"^StorageClass s: volumeBindingMode: unknown 'Later'"):
         storage_class_from_dict(storage_class("s", "Later"))
     bad_pod = make_pod("p").spec_field("volumes", [{"name": "d", "persistentVolumeClaim": {}}])

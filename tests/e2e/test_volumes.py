@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from tests.e2e.conftest import wait_for
@@ -64,10 +65,42 @@ def volumes(kit: Kit) -> Iterator[list[str]]:
                 raise
 
 
+@pytest.fixture
+def storage_class(kit: Kit) -> Iterator[str]:
+    """A StorageClass that waits for the first consumer (cluster-scoped: deleted after)."""
+    name = f"{kit.ns}-wait"
+    api = k8s.StorageV1Api(kit.cluster.api)
+    api.create_storage_class(
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": name},
+            "provisioner": "example.com/nobody",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+    )
+    yield name
+    api.delete_storage_class(name)
+
+
 def _with_claim(kit: Kit, name: str, claim: str) -> None:
     body = pod_manifest(name, node_selector=kit.selector)
     body["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
     kit.core.create_namespaced_pod(kit.ns, body)
+
+
+def _failed_with(kit: Kit, pod: str, text: str) -> str:
+    """Wait for a FailedScheduling event of ``pod`` whose message has ``text`` (an earlier
+    one may tell of an earlier state: the scheduler's watch may see the pod before the
+    claim or class it names); its message."""
+
+    def found() -> str | None:
+        for ev in kit.events(pod, "FailedScheduling"):
+            if text in str(ev.get("message")):
+                return str(ev["message"])
+        return None
+
+    return str(wait_for(found, 30, f"FailedScheduling of {pod} saying {text!r}"))
 
 
 def _claim_bound(kit: Kit, name: str) -> bool:
@@ -92,8 +125,7 @@ def test_pods_follow_their_claims_volumes_and_wait_for_unbound_ones(
     # A claim whose volume does not exist yet stays unbound: the pod waits for it.
     kit.core.create_namespaced_persistent_volume_claim(kit.ns, _pvc("data-b", pv_b))
     _with_claim(kit, "on-b", "data-b")
-    ev = kit.wait_event("on-b", "FailedScheduling")
-    assert "pod has unbound immediate PersistentVolumeClaims" in ev["message"], ev
+    _failed_with(kit, "on-b", "pod has unbound immediate PersistentVolumeClaims")
     assert kit.node_of("on-b") == ""
     kit.core.create_persistent_volume(_pv(pv_b, f"b-{kit.ns}"))
     volumes.append(pv_b)
@@ -101,6 +133,25 @@ def test_pods_follow_their_claims_volumes_and_wait_for_unbound_ones(
     assert kit.wait_bound("on-b", timeout=60) == near_b
 
     _with_claim(kit, "lost", "no-such-claim")
-    ev = kit.wait_event("lost", "FailedScheduling")
-    assert 'persistentvolumeclaim "no-such-claim" not found' in ev["message"], ev
+    _failed_with(kit, "lost", 'persistentvolumeclaim "no-such-claim" not found')
     assert kit.node_of("lost") == ""
+
+
+def test_a_claim_that_waits_for_its_first_consumer_keeps_its_pod_pending_with_a_reason(
+    kit: Kit, py_scheduler: Any, storage_class: str
+) -> None:
+    """Not built: binding such claims. The pod is not bound to a node where its claim would
+    stay unbound; its FailedScheduling event says why."""
+    kit.nodes(1)
+    claim = _pvc("later", "")
+    del claim["spec"]["volumeName"]
+    claim["spec"]["storageClassName"] = storage_class
+    kit.core.create_namespaced_persistent_volume_claim(kit.ns, claim)
+    _with_claim(kit, "waits", "later")
+    _failed_with(
+        kit,
+        "waits",
+        f'persistentvolumeclaim "later" waits for its first consumer (StorageClass '
+        f'"{storage_class}"): py-scheduler does not bind such claims',
+    )
+    assert kit.node_of("waits") == ""

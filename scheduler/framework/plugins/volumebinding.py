@@ -10,8 +10,11 @@ PersistentVolumeClaims"). Filter: the node must satisfy the node affinity of eve
 claim's PersistentVolume (a local volume's node, a zone), as upstream's checkBoundClaims.
 
 Not built: a claim whose StorageClass waits for the first consumer is not bound by us (no
-PV is chosen, no ``volume.kubernetes.io/selected-node`` is written), so it passes the plugin
-unchecked and stays unbound; README's limits say so.
+PV is chosen, no ``volume.kubernetes.io/selected-node`` is written). Rather than bind the
+pod to a node where its claim would stay unbound (and the pod wait for it, unexplained),
+the pod stays pending with a message that says so (UnschedulableAndUnresolvable, ours);
+once the claim is bound by something else, the claim's update brings the pod back and it
+is placed by the bound volume. README's limits say so.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ ERR_REASON_PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 )
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+ERR_WAITS_FOR_CONSUMER = (
+    'persistentvolumeclaim "{claim}" waits for its first consumer (StorageClass "{cls}"): '
+    "py-scheduler does not bind such claims"
+)
 _STATE_KEY = "VolumeBinding"
 
 
@@ -95,6 +102,7 @@ class VolumeBinding:
         affinities: list[tuple[NodeSelectorTerm, ...]] = []
         missing = False
         immediate = False
+        waiting: list[PVCInfo] = []  # claims that wait for their first consumer
         for pvc in found:
             if pvc.bound:
                 pv = self.objects.volumes.get(pvc.volume_name)
@@ -108,9 +116,19 @@ class VolumeBinding:
             # counts as an unbound immediate one.
             sc = self.objects.classes.get(pvc.storage_class) if pvc.storage_class else None
             delayed = sc is not None and sc.wait_for_first_consumer
-            immediate = immediate or not delayed or bool(pvc.volume_name)
+            if delayed and not pvc.volume_name:
+                waiting.append(pvc)
+            else:
+                immediate = True
         if immediate:
             return None, Status.unresolvable(ERR_UNBOUND_IMMEDIATE, plugin=self.name)
+        if waiting:
+            # Upstream would choose a volume for it on the node (or have one provisioned
+            # there). We do not: binding the pod would leave it waiting for a volume that
+            # never comes, with nothing to say why. It stays pending, and says why.
+            first = waiting[0]
+            msg = ERR_WAITS_FOR_CONSUMER.format(claim=first.name, cls=first.storage_class)
+            return None, Status.unresolvable(msg, plugin=self.name)
         state.write(_STATE_KEY, _Bound(tuple(affinities), missing))
         return None, SUCCESS
 

@@ -41,6 +41,7 @@ __all__ = [
     "NodeResourcesFitArgs",
     "SchedulerConfig",
     "SecureServing",
+    "VolumeBindingArgs",
     "client_feature",
     "load_config",
     "parse_config",
@@ -66,10 +67,14 @@ SCORE_PLUGINS = (
     "NodeAffinity",
     "NodeResourcesFit",
     "NodeResourcesBalancedAllocation",
+    "VolumeBinding",
     "PodTopologySpread",
     "InterPodAffinity",
     "ImageLocality",
 )
+# The in-tree plugins of the binding cycle's points (upstream's VolumeBinding has both).
+RESERVE_PLUGINS = ("VolumeBinding",)
+PRE_BIND_PLUGINS = ("VolumeBinding",)
 POST_FILTER_PLUGINS = ("DefaultPreemption",)
 PRE_ENQUEUE_PLUGINS = ("SchedulingGates",)
 # Plugins with no effect here but accepted so upstream configs load (their names only).
@@ -89,6 +94,7 @@ DEFAULT_SCORE_WEIGHTS = {
     "NodeAffinity": 2,
     "NodeResourcesFit": 1,
     "NodeResourcesBalancedAllocation": 1,
+    "VolumeBinding": 1,
     "PodTopologySpread": 2,
     "InterPodAffinity": 2,
     "ImageLocality": 1,
@@ -115,6 +121,16 @@ class NodeResourcesFitArgs:
     resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
     shape: tuple[tuple[int, int], ...] = ((0, 10), (100, 0))
     ignored_resources: tuple[str, ...] = ()
+
+
+DEFAULT_BIND_TIMEOUT_SECONDS = 600
+DEFAULT_VOLUME_SHAPE = ((0, 10), (100, 0))  # StorageCapacityScoring's default (beta, on)
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBindingArgs:
+    bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
+    shape: tuple[tuple[int, int], ...] = DEFAULT_VOLUME_SHAPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +166,10 @@ class SchedulerConfig:
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
-    # Out-of-tree only: no in-tree plugin of ours has a Reserve, PreBind or PostBind point.
-    reserve: tuple[str, ...] = ()
+    # VolumeBinding (in-tree) and out-of-tree plugins; Permit and PostBind: out-of-tree only.
+    reserve: tuple[str, ...] = RESERVE_PLUGINS
     permit: tuple[str, ...] = ()
-    pre_bind: tuple[str, ...] = ()
+    pre_bind: tuple[str, ...] = PRE_BIND_PLUGINS
     # In order; "DefaultBinder" is the Binding API call (upstream's DefaultBinder).
     bind: tuple[str, ...] = BIND_PLUGINS
     post_bind: tuple[str, ...] = ()
@@ -162,6 +178,7 @@ class SchedulerConfig:
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
     fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
+    volume_binding: VolumeBindingArgs = VolumeBindingArgs()
     async_preemption: bool = True
     # ours: the order of calls waiting at the main client's rate limit (API_CALL_ORDERS)
     api_call_order: str = "Arrival"
@@ -496,13 +513,14 @@ def _profile(
     scores: tuple[str, ...] = SCORE_PLUGINS
     post_filters: tuple[str, ...] = POST_FILTER_PLUGINS
     pre_enqueue: tuple[str, ...] = PRE_ENQUEUE_PLUGINS
-    # The binding-cycle points: out-of-tree plugins only (no in-tree plugin has one here).
-    binding: dict[str, tuple[str, ...]] = {
-        "reserve": (),
+    # The binding-cycle points: VolumeBinding's Reserve and PreBind, and out-of-tree plugins.
+    in_tree_binding: dict[str, tuple[str, ...]] = {
+        "reserve": RESERVE_PLUGINS,
         "permit": (),
-        "preBind": (),
+        "preBind": PRE_BIND_PLUGINS,
         "postBind": (),
     }
+    binding = dict(in_tree_binding)
     bind: tuple[str, ...] = BIND_PLUGINS
     queue_sort: tuple[str, ...] = QUEUE_SORT_PLUGINS
     named_sorters: set[str] = set()  # enabled at queueSort itself: must implement less
@@ -553,7 +571,10 @@ def _profile(
         scores = tuple(n for n in scores if n in mp) + extra
         post_filters = tuple(n for n in post_filters if n in mp) + extra
         pre_enqueue = tuple(n for n in pre_enqueue if n in mp) + extra
-        binding = dict.fromkeys(binding, extra)
+        binding = {
+            point: tuple(n for n in names if n in mp) + extra
+            for point, names in in_tree_binding.items()
+        }
         # As upstream, DefaultBinder stays first: a Bind plugin enabled at multiPoint
         # binds nothing unless DefaultBinder is disabled.
         bind = tuple(n for n in bind if n in mp) + extra
@@ -590,7 +611,9 @@ def _profile(
         )
     for point, names in binding.items():
         if point in plugins:
-            binding[point], _ = _plugin_set(r, plugins[point], f"{at}.plugins.{point}", names, ext)
+            binding[point], _ = _plugin_set(
+                r, plugins[point], f"{at}.plugins.{point}", names, in_tree_binding[point] + ext
+            )
     if "bind" in plugins:
         bind, _ = _plugin_set(r, plugins["bind"], f"{at}.plugins.bind", bind, BIND_PLUGINS + ext)
     if "queueSort" in plugins:
@@ -611,6 +634,8 @@ def _profile(
             kw["preemption"] = _preemption_args(r, args, f"{path}.args")
         elif name == "NodeResourcesFit":
             kw["fit"] = _fit_args(r, args, f"{path}.args")
+        elif name == "VolumeBinding":
+            kw["volume_binding"] = _volume_binding_args(r, args, f"{path}.args")
         elif name in external:
             external_args[name] = r.mapping(args, f"{path}.args", None)
         else:
@@ -751,22 +776,12 @@ def _fit_args(r: _Reader, raw: Any, path: str) -> NodeResourcesFitArgs:
                 ),
             )
         )
-    shape: list[tuple[int, int]] = []
     rtc = r.mapping(
         ss.get("requestedToCapacityRatio"),
         f"{path}.scoringStrategy.requestedToCapacityRatio",
         {"shape"},
     )
-    for i, pt in enumerate(rtc.get("shape") or ()):
-        pp = f"{path}.scoringStrategy.requestedToCapacityRatio.shape[{i}]"
-        pm = r.mapping(pt, pp, {"utilization", "score"})
-        point = (
-            r.integer(pm.get("utilization"), f"{pp}.utilization", 0, 100),
-            r.integer(pm.get("score"), f"{pp}.score", 0, 10),
-        )
-        if shape and point[0] <= shape[-1][0]:
-            raise r.fail(f"{pp}.utilization", "values must be sorted in increasing order")
-        shape.append(point)
+    shape = _shape(r, rtc.get("shape"), f"{path}.scoringStrategy.requestedToCapacityRatio.shape")
     ignored = a.get("ignoredResources") or []
     if not isinstance(ignored, list):
         raise r.fail(f"{path}.ignoredResources", "expected a list")
@@ -776,6 +791,37 @@ def _fit_args(r: _Reader, raw: Any, path: str) -> NodeResourcesFitArgs:
         shape=tuple(shape) or ((0, 10), (100, 0)),
         ignored_resources=tuple(str(x) for x in ignored),
     )
+
+
+def _shape(r: _Reader, raw: Any, path: str) -> list[tuple[int, int]]:
+    """A broken-linear scoring shape: (utilization 0..100, increasing; score 0..10) points."""
+    if raw is not None and not isinstance(raw, list):
+        raise r.fail(path, "expected a list of {utilization, score}")
+    shape: list[tuple[int, int]] = []
+    for i, pt in enumerate(raw or ()):
+        pp = f"{path}[{i}]"
+        pm = r.mapping(pt, pp, {"utilization", "score"})
+        point = (
+            r.integer(pm.get("utilization"), f"{pp}.utilization", 0, 100),
+            r.integer(pm.get("score"), f"{pp}.score", 0, 10),
+        )
+        if shape and point[0] <= shape[-1][0]:
+            raise r.fail(f"{pp}.utilization", "values must be sorted in increasing order")
+        shape.append(point)
+    return shape
+
+
+def _volume_binding_args(r: _Reader, raw: Any, path: str) -> VolumeBindingArgs:
+    a = r.mapping(raw, path, {"bindTimeoutSeconds", "shape"})
+    timeout = DEFAULT_BIND_TIMEOUT_SECONDS
+    if a.get("bindTimeoutSeconds") is not None:
+        timeout = r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds")
+        if timeout < 0:
+            raise r.fail(f"{path}.bindTimeoutSeconds", f"{timeout}: should not be negative")
+    if "shape" in a and not a["shape"]:
+        raise r.fail(f"{path}.shape", "at least one point must be specified")
+    shape = _shape(r, a.get("shape"), f"{path}.shape")
+    return VolumeBindingArgs(timeout, tuple(shape) or DEFAULT_VOLUME_SHAPE)
 
 
 def load_config(path: str | Path | None) -> SchedulerConfig:

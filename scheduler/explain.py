@@ -537,7 +537,8 @@ def _score(
         out.would_pick = sorted(s.node for s in scores if s.total == best)
         if len(out.would_pick) > 1:
             out.notes.append("the best score is a tie: a cycle picks one of them at random")
-    reserving = [p.name for p in core.framework.reserve_plugins]
+    # VolumeBinding's Reserve only assumes what its Filter chose; it never turns a pod down.
+    reserving = [p.name for p in core.framework.reserve_plugins if p.name != "VolumeBinding"]
     if reserving:
         out.notes.append(
             f"Reserve plugin(s) {', '.join(reserving)} decide once the node is chosen; explain "
@@ -551,7 +552,11 @@ def _score(
             "run them: they may hold the pod on its node (waiting, e.g. for the rest of its "
             "group) or reject it"
         )
-    binding = [p.name for p in core.framework.pre_bind_plugins + core.framework.bind_plugins]
+    binding = [
+        p.name
+        for p in core.framework.pre_bind_plugins + core.framework.bind_plugins
+        if p.name != "VolumeBinding"  # its PreBind writes what its Filter chose
+    ]
     if binding:
         out.notes.append(
             f"PreBind/Bind plugin(s) {', '.join(dict.fromkeys(binding))} run in the binding; "

@@ -347,6 +347,7 @@ class SchedulerCore:
         self.priority_classes: dict[str, PriorityClassInfo] = {}
         self.selector_objects = SelectorObjects()
         self.volumes = VolumeObjects()  # claims, volumes, storage classes (VolumeBinding)
+        self.volumes.node_labels = self._node_labels
         # The queue owns the nominator; the framework reads it for the two-pass filter.
         self.queue = PriorityQueue(
             self.clock,
@@ -499,6 +500,9 @@ class SchedulerCore:
             return
         if b.waiting is not None:
             b.waiting.reject("", "removed")
+        in_pre_bind = b.framework.pods_in_pre_bind.get(b.qpi.pod.uid)
+        if in_pre_bind is not None:  # upstream's PreBind finds the pod gone and gives up
+            in_pre_bind.cancel("pod does not exist any more")
         if b.state is not None and b.framework.reserve_plugins:
             assumed = pod_with(b.qpi.pod, node_name=b.node)
             self._timed("Unreserve", b.framework.run_unreserve, b.state, assumed, b.node)
@@ -582,32 +586,26 @@ class SchedulerCore:
         else:
             self.selector_objects.delete_controller(kind, key)
 
+    def _node_labels(self, name: str) -> Mapping[str, str] | None:
+        ni = self.cache.get_node(name)
+        return None if ni is None or ni.node is None else ni.node.labels
+
     def on_volume_object_set(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
         """A PersistentVolumeClaim, PersistentVolume or StorageClass was added or changed:
         VolumeBinding reads it, and the pods its hints wait for such an event are moved."""
-        vols = self.volumes
-        old: PVCInfo | PVInfo | StorageClassInfo | None
+        old = self.volumes.set(obj)
         if isinstance(obj, PVCInfo):
-            resource, old = "PersistentVolumeClaim", vols.claims.get(obj.key)
-            vols.claims[obj.key] = obj
+            resource = "PersistentVolumeClaim"
         elif isinstance(obj, PVInfo):
-            resource, old = "PersistentVolume", vols.volumes.get(obj.name)
-            vols.volumes[obj.name] = obj
+            resource = "PersistentVolume"
         else:
-            resource, old = "StorageClass", vols.classes.get(obj.name)
-            vols.classes[obj.name] = obj
+            resource = "StorageClass"
         action = "Add" if old is None else "Update"
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, obj)
 
     def on_volume_object_delete(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
         """One of those objects was deleted (no pod waits for that)."""
-        vols = self.volumes
-        if isinstance(obj, PVCInfo):
-            vols.claims.pop(obj.key, None)
-        elif isinstance(obj, PVInfo):
-            vols.volumes.pop(obj.name, None)
-        else:
-            vols.classes.pop(obj.name, None)
+        self.volumes.delete(obj)
 
     # ================================================================== periodic work
     def flush(self, *, left_over: bool = True) -> None:
@@ -680,7 +678,7 @@ class SchedulerCore:
             fw.reserve_plugins or fw.permit_plugins or fw.pre_bind_plugins or fw.post_bind_plugins
         )
         self._binding[pod.key] = _Binding(qpi, host, fw, state if plugged else None, waiting)
-        if fw.pre_bind_plugins or waiting is not None or fw.bind_plugins:
+        if waiting is not None or fw.bind_plugins or fw.pre_bind_wanted(state):
             self.binder.bind(
                 assumed,
                 host,

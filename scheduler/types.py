@@ -1253,6 +1253,13 @@ def node_from_dict(obj: Obj) -> NodeRecord:
 # --------------------------------------------------------------------------- volumes
 
 
+ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
+ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
+ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
 @dataclass(frozen=True, slots=True)
 class PVCInfo:
     """A PersistentVolumeClaim as VolumeBinding reads it."""
@@ -1265,6 +1272,15 @@ class PVCInfo:
     deleting: bool = False
     controller_uid: str = ""  # the uid of its controlling owner
     bind_completed: bool = False  # the PV controller's pv.kubernetes.io/bind-completed
+    uid: str = ""
+    resource_version: int = 0  # metadata.resourceVersion as a number (0: none or not one)
+    storage_nanos: int = 0  # spec.resources.requests.storage, in nano bytes (0: none)
+    access_modes: tuple[str, ...] = ()
+    volume_mode: str = "Filesystem"
+    selector: LabelSelector | None = None  # spec.selector (None: any volume)
+    attributes_class: str = ""  # spec.volumeAttributesClassName
+    selected_node: str | None = None  # volume.kubernetes.io/selected-node (None: not set)
+    lost: bool = False  # status.phase Lost: its volume is gone
 
     @property
     def key(self) -> str:
@@ -1279,16 +1295,86 @@ class PVCInfo:
 
 @dataclass(frozen=True, slots=True)
 class PVInfo:
-    """A PersistentVolume's node affinity (None: any node)."""
+    """A PersistentVolume as VolumeBinding reads it (``node_affinity`` None: any node)."""
 
     name: str
     node_affinity: tuple[NodeSelectorTerm, ...] | None = None
+    resource_version: int = 0
+    capacity_nanos: int = 0  # spec.capacity.storage, in nano bytes
+    storage_class: str = ""  # the beta annotation, else spec.storageClassName
+    # spec.claimRef as (namespace, name, uid) (None: not bound to a claim).
+    claim_ref: tuple[str, str, str] | None = None
+    phase: str = ""  # status.phase: Available, Bound, Released, Failed, Pending
+    access_modes: tuple[str, ...] = ()
+    volume_mode: str = "Filesystem"
+    labels: Mapping[str, str] = field(default_factory=dict)
+    attributes_class: str = ""  # spec.volumeAttributesClassName
+    deleting: bool = False
+    bound_by_controller: bool = False  # pv.kubernetes.io/bound-by-controller
+
+    def bound_to(self, claim: PVCInfo) -> bool:
+        """Upstream's IsVolumeBoundToClaim: its claimRef names the claim (and its uid,
+        when the reference has one)."""
+        ref = self.claim_ref
+        if ref is None or ref[0] != claim.namespace or ref[1] != claim.name:
+            return False
+        return not ref[2] or ref[2] == claim.uid
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyRequirement:
+    key: str
+    values: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)
 class StorageClassInfo:
     name: str
     wait_for_first_consumer: bool = False  # volumeBindingMode WaitForFirstConsumer
+    provisioner: str = ""
+    # allowedTopologies: terms ORed, requirements of a term ANDed (empty: any node).
+    allowed_topologies: tuple[tuple[TopologyRequirement, ...], ...] = ()
+
+    def allows(self, labels: Mapping[str, str]) -> bool:
+        """Upstream's MatchTopologySelectorTerms: no terms match every node; else some
+        term (an empty one matches nothing) whose every requirement names a label the node
+        has, with one of its values."""
+        if not self.allowed_topologies:
+            return True
+        return any(
+            term and all(labels.get(r.key) in r.values for r in term)
+            for term in self.allowed_topologies
+        )
+
+
+def _resource_version(raw: object) -> int:
+    text = str(raw or "")
+    return int(text) if text.isdigit() else 0
+
+
+def _storage_nanos(raw: object, who: str, where: str) -> int:
+    if raw is None:
+        return 0
+    try:
+        return parse_nanos(raw)  # type: ignore[arg-type]
+    except QuantityError as e:
+        raise ParseError(who, where, str(e)) from e
+
+
+def _string_list(raw: object, who: str, where: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ParseError(who, where, "expected a list")
+    return tuple(str(x) for x in raw)
+
+
+def _mapping(raw: object, who: str, where: str) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ParseError(who, where, "expected a map")
+    return raw
 
 
 def pvc_from_dict(obj: Obj) -> PVCInfo:
@@ -1307,10 +1393,13 @@ def pvc_from_dict(obj: Obj) -> PVCInfo:
             raise ParseError(who, f"metadata.ownerReferences[{i}]", "expected a map")
         if ref.get("controller"):
             controller = str(ref.get("uid") or "")
-    annotations = meta.get("annotations") or {}
-    if not isinstance(annotations, Mapping):
-        raise ParseError(who, "metadata.annotations", "expected a map")
-    beta_class = annotations.get("volume.beta.kubernetes.io/storage-class")
+    annotations = _mapping(meta.get("annotations"), who, "metadata.annotations")
+    beta_class = annotations.get(ANN_BETA_STORAGE_CLASS)
+    resources = _mapping(spec.get("resources"), who, "spec.resources")
+    requests = _mapping(resources.get("requests"), who, "spec.resources.requests")
+    selector = spec.get("selector")
+    status = _mapping(obj.get("status"), who, "status")
+    selected = annotations.get(ANN_SELECTED_NODE)
     return PVCInfo(
         ns,
         name,
@@ -1318,7 +1407,18 @@ def pvc_from_dict(obj: Obj) -> PVCInfo:
         str(beta_class if beta_class is not None else spec.get("storageClassName") or ""),
         meta.get("deletionTimestamp") is not None,
         controller,
-        "pv.kubernetes.io/bind-completed" in annotations,
+        ANN_BIND_COMPLETED in annotations,
+        uid=str(meta.get("uid") or ""),
+        resource_version=_resource_version(meta.get("resourceVersion")),
+        storage_nanos=_storage_nanos(
+            requests.get("storage"), who, "spec.resources.requests.storage"
+        ),
+        access_modes=_string_list(spec.get("accessModes"), who, "spec.accessModes"),
+        volume_mode=str(spec.get("volumeMode") or "Filesystem"),
+        selector=None if selector is None else _label_selector(selector, "spec.selector", who),
+        attributes_class=str(spec.get("volumeAttributesClassName") or ""),
+        selected_node=None if selected is None else str(selected),
+        lost=status.get("phase") == "Lost",
     )
 
 
@@ -1331,16 +1431,46 @@ def pv_from_dict(obj: Obj) -> PVInfo:
         raise ParseError(who, "metadata.name", "missing")
     if not isinstance(spec, Mapping):
         raise ParseError(who, "spec", "expected a map")
-    affinity = spec.get("nodeAffinity") or {}
-    if not isinstance(affinity, Mapping):
-        raise ParseError(who, "spec.nodeAffinity", "expected a map")
+    affinity = _mapping(spec.get("nodeAffinity"), who, "spec.nodeAffinity")
     required = affinity.get("required")
-    if required is None:
-        return PVInfo(name)
-    if not isinstance(required, Mapping):
-        raise ParseError(who, "spec.nodeAffinity.required", "expected a map")
-    path = "spec.nodeAffinity.required.nodeSelectorTerms"
-    return PVInfo(name, _node_selector_terms(required.get("nodeSelectorTerms"), path, who))
+    terms: tuple[NodeSelectorTerm, ...] | None = None
+    if required is not None:
+        if not isinstance(required, Mapping):
+            raise ParseError(who, "spec.nodeAffinity.required", "expected a map")
+        path = "spec.nodeAffinity.required.nodeSelectorTerms"
+        terms = _node_selector_terms(required.get("nodeSelectorTerms"), path, who)
+    annotations = _mapping(meta.get("annotations"), who, "metadata.annotations")
+    labels = _mapping(meta.get("labels"), who, "metadata.labels")
+    capacity = _mapping(spec.get("capacity"), who, "spec.capacity")
+    beta_class = annotations.get(ANN_BETA_STORAGE_CLASS)
+    ref = spec.get("claimRef")
+    claim_ref: tuple[str, str, str] | None = None
+    if ref is not None:
+        if not isinstance(ref, Mapping):
+            raise ParseError(who, "spec.claimRef", "expected a map")
+        claim_ref = (
+            str(ref.get("namespace") or ""),
+            str(ref.get("name") or ""),
+            str(ref.get("uid") or ""),
+        )
+    status = _mapping(obj.get("status"), who, "status")
+    return PVInfo(
+        name,
+        terms,
+        resource_version=_resource_version(meta.get("resourceVersion")),
+        capacity_nanos=_storage_nanos(capacity.get("storage"), who, "spec.capacity.storage"),
+        storage_class=str(
+            beta_class if beta_class is not None else spec.get("storageClassName") or ""
+        ),
+        claim_ref=claim_ref,
+        phase=str(status.get("phase") or ""),
+        access_modes=_string_list(spec.get("accessModes"), who, "spec.accessModes"),
+        volume_mode=str(spec.get("volumeMode") or "Filesystem"),
+        labels={str(k): str(v) for k, v in labels.items()},
+        attributes_class=str(spec.get("volumeAttributesClassName") or ""),
+        deleting=meta.get("deletionTimestamp") is not None,
+        bound_by_controller=ANN_BOUND_BY_CONTROLLER in annotations,
+    )
 
 
 def storage_class_from_dict(obj: Obj) -> StorageClassInfo:
@@ -1351,7 +1481,29 @@ def storage_class_from_dict(obj: Obj) -> StorageClassInfo:
     mode = obj.get("volumeBindingMode") or "Immediate"
     if mode not in ("Immediate", "WaitForFirstConsumer"):
         raise ParseError(who, "volumeBindingMode", f"unknown {mode!r}")
-    return StorageClassInfo(name, mode == "WaitForFirstConsumer")
+    topologies = obj.get("allowedTopologies")
+    if topologies is not None and not isinstance(topologies, list):
+        raise ParseError(who, "allowedTopologies", "expected a list")
+    terms = []
+    for i, term in enumerate(topologies or ()):
+        where = f"allowedTopologies[{i}]"
+        exprs = _mapping(term, who, where).get("matchLabelExpressions")
+        if exprs is not None and not isinstance(exprs, list):
+            raise ParseError(who, f"{where}.matchLabelExpressions", "expected a list")
+        reqs = []
+        for j, e in enumerate(exprs or ()):
+            e = _mapping(e, who, f"{where}.matchLabelExpressions[{j}]")
+            values = _string_list(
+                e.get("values"), who, f"{where}.matchLabelExpressions[{j}].values"
+            )
+            reqs.append(TopologyRequirement(str(e.get("key") or ""), frozenset(values)))
+        terms.append(tuple(reqs))
+    return StorageClassInfo(
+        name,
+        mode == "WaitForFirstConsumer",
+        provisioner=str(obj.get("provisioner") or ""),
+        allowed_topologies=tuple(terms),
+    )
 
 
 # --------------------------------------------------------------------------- PDB

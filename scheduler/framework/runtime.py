@@ -264,6 +264,18 @@ class Framework:
             ), waits
         return SUCCESS, {}
 
+    def pre_bind_wanted(self, state: CycleState) -> bool:
+        """Whether some PreBind plugin may have work for this pod: one that cannot say
+        beforehand (any plugin without ``pre_bind_needed``, out-of-tree ones among them),
+        or one whose ``pre_bind_needed(state)`` says so. When none has, the core sends the
+        Binding without a binding cycle, which is what the cycle would come to (every
+        PreBindPreFlight SKIP, nothing to run)."""
+        for p in self.pre_bind_plugins:
+            needed = getattr(p, "pre_bind_needed", None)
+            if needed is None or needed(state):
+                return True
+        return False
+
     def run_pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Upstream's ``RunPreBindPreFlights``: SUCCESS when some PreBind plugin has work to
         do (the binding cycle then sets the pod's nominatedNodeName first), SKIP when none

@@ -1,11 +1,13 @@
 """VolumeBinding against the real API server and kube-controller-manager's PV controller: a
 pod follows its bound claim's local volume to that volume's node; a pod whose claim is
 not bound yet waits ("pod has unbound immediate PersistentVolumeClaims") until the PV
-controller binds it, then follows it; a pod whose claim does not exist is told so."""
+controller binds it, then follows it; a pod whose claim does not exist is told so; a
+claim that waits for its first consumer is bound by the scheduler's choice, to an existing
+local volume or to one provisioned on the node it selects."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -66,21 +68,32 @@ def volumes(kit: Kit) -> Iterator[list[str]]:
 
 
 @pytest.fixture
-def storage_class(kit: Kit) -> Iterator[str]:
-    """A StorageClass that waits for the first consumer (cluster-scoped: deleted after)."""
-    name = f"{kit.ns}-wait"
+def storage_class(kit: Kit) -> Iterator[Callable[..., str]]:
+    """Makes StorageClasses that wait for the first consumer (cluster-scoped: deleted
+    after the test)."""
     api = k8s.StorageV1Api(kit.cluster.api)
-    api.create_storage_class(
-        {
+    made: list[str] = []
+
+    def make(provisioner: str, allowed: dict[str, str] | None = None) -> str:
+        name = f"{kit.ns}-wait-{len(made)}"
+        body: dict[str, Any] = {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
             "metadata": {"name": name},
-            "provisioner": "example.com/nobody",
+            "provisioner": provisioner,
             "volumeBindingMode": "WaitForFirstConsumer",
         }
-    )
-    yield name
-    api.delete_storage_class(name)
+        if allowed:
+            body["allowedTopologies"] = [
+                {"matchLabelExpressions": [{"key": k, "values": [v]} for k, v in allowed.items()]}
+            ]
+        api.create_storage_class(body)
+        made.append(name)
+        return name
+
+    yield make
+    for name in made:
+        api.delete_storage_class(name)
 
 
 def _with_claim(kit: Kit, name: str, claim: str) -> None:
@@ -137,21 +150,80 @@ def test_pods_follow_their_claims_volumes_and_wait_for_unbound_ones(
     assert kit.node_of("lost") == ""
 
 
-def test_a_claim_that_waits_for_its_first_consumer_keeps_its_pod_pending_with_a_reason(
-    kit: Kit, py_scheduler: Any, storage_class: str
-) -> None:
-    """Not built: binding such claims. The pod is not bound to a node where its claim would
-    stay unbound; its FailedScheduling event says why."""
-    kit.nodes(1)
-    claim = _pvc("later", "")
+def _delayed_claim(name: str, storage_class: str) -> dict[str, Any]:
+    claim = _pvc(name, "")
     del claim["spec"]["volumeName"]
     claim["spec"]["storageClassName"] = storage_class
-    kit.core.create_namespaced_persistent_volume_claim(kit.ns, claim)
-    _with_claim(kit, "waits", "later")
-    _failed_with(
-        kit,
-        "waits",
-        f'persistentvolumeclaim "later" waits for its first consumer (StorageClass '
-        f'"{storage_class}"): py-scheduler does not bind such claims',
+    return claim
+
+
+def test_a_claim_that_waits_for_its_first_consumer_takes_a_local_volume_on_its_node(
+    kit: Kit, py_scheduler: Any, volumes: list[str], storage_class: Callable[..., str]
+) -> None:
+    """The scheduler chooses the volume (Filter), writes its claimRef (PreBind), waits for
+    kube-controller-manager's PV controller to bind the claim to it, then binds the pod to
+    the volume's node."""
+    local = storage_class("kubernetes.io/no-provisioner")
+    kit.nodes(2)  # nodes without the volume
+    (near,) = kit.nodes(1, labels={"disk": f"w-{kit.ns}"})
+    pv = _pv(f"{kit.ns}-w", f"w-{kit.ns}")
+    pv["spec"]["storageClassName"] = local
+    kit.core.create_persistent_volume(pv)
+    volumes.append(pv["metadata"]["name"])
+    kit.core.create_namespaced_persistent_volume_claim(kit.ns, _delayed_claim("data", local))
+    _with_claim(kit, "consumer", "data")
+    assert kit.wait_bound("consumer", timeout=60) == near
+    claim = kit.core.read_namespaced_persistent_volume_claim("data", kit.ns)
+    assert (claim.status.phase, claim.spec.volume_name) == ("Bound", pv["metadata"]["name"])
+    ref = kit.core.read_persistent_volume(pv["metadata"]["name"]).spec.claim_ref
+    assert (ref.namespace, ref.name, ref.uid) == (kit.ns, "data", claim.metadata.uid)
+    scheduled = kit.events("consumer", "Scheduled")
+    assert [e["message"] for e in scheduled] == [
+        f"Successfully assigned {kit.ns}/consumer to {near}"
+    ]
+
+
+def _selected_node(kit: Kit, claim: str) -> str | None:
+    pvc = kit.core.read_namespaced_persistent_volume_claim(claim, kit.ns)
+    return (pvc.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
+
+
+def test_a_claim_is_provisioned_on_the_node_the_scheduler_selects(
+    kit: Kit, py_scheduler: Any, volumes: list[str], storage_class: Callable[..., str]
+) -> None:
+    """The scheduler writes ``volume.kubernetes.io/selected-node`` (a node the class's
+    allowedTopologies admit) and waits; the test is the provisioner. Its first answer is a
+    refusal (it takes the annotation away, as a provisioner that fails does): the binding
+    fails and says so, the pod is retried, the node selected again; then the provisioner
+    makes a volume there and the PV controller binds it: the pod is bound to that node."""
+    cls = storage_class(f"example.com/{kit.ns}", {"zone-x": f"z-{kit.ns}"})
+    kit.nodes(2)  # outside the class's allowed topology
+    (allowed,) = kit.nodes(1, labels={"zone-x": f"z-{kit.ns}", "disk": f"p-{kit.ns}"})
+    kit.core.create_namespaced_persistent_volume_claim(kit.ns, _delayed_claim("data", cls))
+    _with_claim(kit, "consumer", "data")
+
+    assert wait_for(lambda: _selected_node(kit, "data"), 30, "selected-node written") == allowed
+    assert kit.node_of("consumer") == ""  # it waits for the volume
+    annotations = {"volume.kubernetes.io/selected-node": None}
+    kit.core.patch_namespaced_persistent_volume_claim(
+        "data", kit.ns, {"metadata": {"annotations": annotations}}
     )
-    assert kit.node_of("waits") == ""
+    _failed_with(kit, "consumer", 'binding volumes: provisioning failed for PVC "data"')
+    assert kit.node_of("consumer") == ""
+
+    assert wait_for(lambda: _selected_node(kit, "data"), 60, "selected-node again") == allowed
+    claim = kit.core.read_namespaced_persistent_volume_claim("data", kit.ns)
+    pv = _pv(f"{kit.ns}-p", f"p-{kit.ns}")
+    pv["spec"]["storageClassName"] = cls
+    pv["spec"]["claimRef"] = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "namespace": kit.ns,
+        "name": "data",
+        "uid": claim.metadata.uid,
+    }
+    kit.core.create_persistent_volume(pv)
+    volumes.append(pv["metadata"]["name"])
+    assert kit.wait_bound("consumer", timeout=60) == allowed
+    claim = kit.core.read_namespaced_persistent_volume_claim("data", kit.ns)
+    assert (claim.status.phase, claim.spec.volume_name) == ("Bound", pv["metadata"]["name"])

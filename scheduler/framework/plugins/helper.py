@@ -4,6 +4,7 @@ system default spreading selector (upstream ``helper.DefaultSelector``)."""
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
@@ -274,3 +275,18 @@ class SelectorObjects:
             self._memo.clear()
         self._memo[key] = got
         return got
+
+
+def broken_linear(shape: Sequence[tuple[int, int]], util: int) -> int:
+    """Upstream's ``BuildBrokenLinearFunction`` over ``shape`` ((utilisation 0..100, score
+    0..10) points, utilisation increasing), its scores scaled to 0..100: the score of
+    ``util`` on the line between the points around it (Go's truncating division), the
+    first point's below it and the last one's above."""
+    if util <= shape[0][0]:
+        return shape[0][1] * 10
+    for (x0, y0), (x1, y1) in itertools.pairwise(shape):
+        if util <= x1:
+            step = (y1 - y0) * 10 * (util - x0)
+            q = abs(step) // (x1 - x0)
+            return y0 * 10 + (q if step >= 0 else -q)
+    return shape[-1][1] * 10

@@ -73,7 +73,12 @@ def build_framework(
             shape=fit.shape,
             ignored_resources=fit.ignored_resources,
         ),
-        VolumeBinding(VolumeObjects() if volumes is None else volumes),
+        VolumeBinding(
+            VolumeObjects() if volumes is None else volumes,
+            client=api_client,
+            bind_timeout_seconds=config.volume_binding.bind_timeout_seconds,
+            shape=config.volume_binding.shape,
+        ),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),
         BalancedAllocation(resources),

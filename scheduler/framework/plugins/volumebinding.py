@@ -1,26 +1,38 @@
-"""VolumeBinding, for claims that are already bound or bind immediately (upstream's
-volumebinding plugin without its binding of WaitForFirstConsumer claims).
+"""VolumeBinding, as upstream's volumebinding plugin (without CSIStorageCapacity and CSI
+migration, which nothing here reads).
 
 PreFilter (a pod without claims skips the plugin): every claim the pod's volumes use must
-exist and not be being deleted, and a generic ephemeral volume's claim must be the pod's
-own; a claim that is not fully bound (``pv.kubernetes.io/bind-completed``) and whose
-StorageClass binds immediately (or that names no class, or one we do not know) makes the
-pod unschedulable until the PV controller binds it (upstream's "pod has unbound immediate
-PersistentVolumeClaims"). Filter: the node must satisfy the node affinity of every bound
-claim's PersistentVolume (a local volume's node, a zone), as upstream's checkBoundClaims.
+exist, not be lost or being deleted, and a generic ephemeral volume's claim must be the
+pod's own; a claim that is not fully bound (``pv.kubernetes.io/bind-completed``) and whose
+StorageClass binds immediately (or that names no class, or one we do not know, or that
+names its volume already) keeps the pod out until the PV controller binds it. The others
+that are not bound wait for their first consumer: this pod.
 
-Not built: a claim whose StorageClass waits for the first consumer is not bound by us (no
-PV is chosen, no ``volume.kubernetes.io/selected-node`` is written). Rather than bind the
-pod to a node where its claim would stay unbound (and the pod wait for it, unexplained),
-the pod stays pending with a message that says so (UnschedulableAndUnresolvable, ours);
-once the claim is bound by something else, the claim's update brings the pod back and it
-is placed by the bound volume. README's limits say so.
+Filter (upstream's FindPodVolumes): the node must satisfy the node affinity of every bound
+claim's PersistentVolume; each claim that waits is either given an available volume that
+fits it on this node (the smallest that matches class, size, access modes, volume mode,
+attributes class, selector and node affinity; one already pre-bound to the claim wins) or
+must be provisionable there (its class names a provisioner and its allowedTopologies admit
+the node); a claim whose ``volume.kubernetes.io/selected-node`` names another node rules
+this node out. Score (StorageCapacityScoring, on by default in v1.37): the nodes where the
+pod would take existing volumes are ranked by how little of them the claims use.
+
+Reserve assumes the choice in memory (the volume's claimRef, the claim's selected-node), so
+that the next pod sees it; Unreserve takes it back. PreBind (async, in the pod's binding
+task) writes it to the API server (the volume, then the claim, with the resourceVersion
+it was read at) and waits, polling the informer cache every second as upstream does, until
+the PV controller (or a provisioner) has bound every claim, for at most
+``bindTimeoutSeconds``; any sign that it will not (a reset claimRef, a selected-node taken
+away, a volume whose node affinity no longer matches) fails the binding, and the pod is
+retried. In ``simulate`` (no API server) PreBind makes the assumption the cluster's state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import (
@@ -34,11 +46,15 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
-from scheduler.framework.plugins.helper import match_node_selector_terms
+from scheduler.framework.plugins.helper import broken_linear, match_node_selector_terms
+from scheduler.framework.waiting_pods import ApiClient
+from scheduler.quantity import NANO
 from scheduler.types import (
+    ANN_BOUND_BY_CONTROLLER,
+    ANN_SELECTED_NODE,
+    NO_PROVISIONER,
     NodeInfo,
     NodeRecord,
-    NodeSelectorTerm,
     PodInfo,
     PVCInfo,
     PVInfo,
@@ -46,40 +62,159 @@ from scheduler.types import (
 )
 
 ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
+ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
+ERR_REASON_NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 ERR_REASON_PV_NOT_EXIST = (
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
 )
 ERR_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
-ERR_WAITS_FOR_CONSUMER = (
-    'persistentvolumeclaim "{claim}" waits for its first consumer (StorageClass "{cls}"): '
-    "py-scheduler does not bind such claims"
-)
 _STATE_KEY = "VolumeBinding"
+DEFAULT_BIND_TIMEOUT_SECONDS = 600
+DEFAULT_SHAPE = ((0, 10), (100, 0))  # StorageCapacityScoring's: emptier volumes first
 
 
 @dataclass
 class VolumeObjects:
     """The claims (by ``namespace/name``), volumes and storage classes (by name) the
-    scheduler watches; the core keeps them, the plugin reads them."""
+    scheduler watches, as the API server last said (the core keeps them, the plugin reads
+    them), with VolumeBinding's assumptions over them (upstream's assume caches): a claim
+    given a selected-node or a volume given a claimRef by a pod that is being bound. An
+    assumption stands until the informer brings a newer version of its object (or the pod's
+    binding fails)."""
 
     claims: dict[str, PVCInfo] = field(default_factory=dict)
     volumes: dict[str, PVInfo] = field(default_factory=dict)
     classes: dict[str, StorageClassInfo] = field(default_factory=dict)
+    assumed_claims: dict[str, PVCInfo] = field(default_factory=dict)
+    assumed_volumes: dict[str, PVInfo] = field(default_factory=dict)
+    # A node's labels by name (None: no such node); the core sets it to its cache's.
+    node_labels: Callable[[str], Mapping[str, str] | None] = lambda name: None
+
+    def claim(self, key: str) -> PVCInfo | None:
+        """The claim as the scheduler sees it: assumed, else the API server's."""
+        return self.assumed_claims.get(key) or self.claims.get(key)
+
+    def volume(self, name: str) -> PVInfo | None:
+        return self.assumed_volumes.get(name) or self.volumes.get(name)
+
+    def set(
+        self, obj: PVCInfo | PVInfo | StorageClassInfo
+    ) -> PVCInfo | PVInfo | StorageClassInfo | None:
+        """The informer's add or update; returns the object it replaces. An assumption
+        gives way to a newer version of its object (upstream's assume cache keeps the
+        assumed object until then)."""
+        if isinstance(obj, PVCInfo):
+            old_claim = self.claims.get(obj.key)
+            self.claims[obj.key] = obj
+            assumed = self.assumed_claims.get(obj.key)
+            if assumed is not None and obj.resource_version > assumed.resource_version:
+                del self.assumed_claims[obj.key]
+            return old_claim
+        if isinstance(obj, PVInfo):
+            old_volume = self.volumes.get(obj.name)
+            self.volumes[obj.name] = obj
+            pv = self.assumed_volumes.get(obj.name)
+            if pv is not None and obj.resource_version > pv.resource_version:
+                del self.assumed_volumes[obj.name]
+            return old_volume
+        old_class = self.classes.get(obj.name)
+        self.classes[obj.name] = obj
+        return old_class
+
+    def delete(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
+        if isinstance(obj, PVCInfo):
+            self.claims.pop(obj.key, None)
+            self.assumed_claims.pop(obj.key, None)
+        elif isinstance(obj, PVInfo):
+            self.volumes.pop(obj.name, None)
+            self.assumed_volumes.pop(obj.name, None)
+        else:
+            self.classes.pop(obj.name, None)
 
 
 @dataclass(frozen=True, slots=True)
-class _Bound:
-    affinities: tuple[tuple[NodeSelectorTerm, ...], ...]  # of the bound claims' volumes
-    missing_volume: bool  # a claim bound to a volume we do not know
+class _Choice:
+    """What one node would take (upstream's PodVolumes): existing volumes for some claims,
+    provisioning for the others."""
+
+    static: tuple[tuple[PVCInfo, PVInfo], ...] = ()
+    dynamic: tuple[PVCInfo, ...] = ()
+
+
+@dataclass(slots=True)
+class _State:
+    bound: tuple[PVCInfo, ...]  # fully bound claims
+    waiting: tuple[PVCInfo, ...]  # claims that wait for this pod, smallest request first
+    # For each waiting claim without a selected-node: the volumes that could take it on
+    # some node (node-independent checks passed), with whether each is pre-bound to it.
+    candidates: dict[str, tuple[tuple[PVInfo, bool], ...]]
+    by_node: dict[str, _Choice] = field(default_factory=dict)
+    has_static: bool = False
+    all_bound: bool = True  # set by Reserve: nothing for PreBind to do
+    assumed: _Choice | None = None  # what Reserve assumed (the objects it wrote)
+
+    def clone(self) -> _State:
+        return _State(
+            self.bound,
+            self.waiting,
+            self.candidates,
+            dict(self.by_node),
+            self.has_static,
+            self.all_bound,
+            self.assumed,
+        )
+
+
+def _affinity_ok(pv: PVInfo, labels: Mapping[str, str], node: str) -> bool:
+    """Upstream's CheckNodeAffinity: no required terms match every node."""
+    terms = pv.node_affinity
+    return terms is None or match_node_selector_terms(terms, labels, node)
+
+
+def _could_take(pv: PVInfo, claim: PVCInfo) -> tuple[bool, bool]:
+    """The node-independent half of upstream's FindMatchingVolume for one volume: (whether
+    it could take the claim on some node, whether it is pre-bound to the claim)."""
+    if pv.claim_ref is not None and not pv.bound_to(claim):
+        return False, False
+    if pv.capacity_nanos < claim.storage_nanos or pv.volume_mode != claim.volume_mode:
+        return False, False
+    if pv.attributes_class != claim.attributes_class or pv.deleting:
+        return False, False
+    if pv.bound_to(claim):
+        return True, True
+    if pv.phase != "Available":
+        return False, False
+    if claim.selector is not None and not claim.selector.matches(pv.labels):
+        return False, False
+    if pv.storage_class != claim.storage_class:
+        return False, False
+    if not set(claim.access_modes) <= set(pv.access_modes):
+        return False, False
+    return True, False
 
 
 class VolumeBinding:
     name = names.VOLUME_BINDING
     node_only_filter = True  # Filter reads the pod's state and the node record only
 
-    def __init__(self, objects: VolumeObjects) -> None:
+    def __init__(
+        self,
+        objects: VolumeObjects,
+        *,
+        client: ApiClient | None = None,
+        bind_timeout_seconds: float = DEFAULT_BIND_TIMEOUT_SECONDS,
+        shape: Sequence[tuple[int, int]] = DEFAULT_SHAPE,
+        poll_interval: float = 1.0,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
         self.objects = objects
+        self.client = client
+        self.bind_timeout_seconds = bind_timeout_seconds
+        self.shape = tuple(shape)
+        self.poll_interval = poll_interval
+        self.sleep = sleep
 
+    # ------------------------------------------------------------------ PreFilter
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
@@ -88,70 +223,409 @@ class VolumeBinding:
         ns = pod.namespace
         found: list[PVCInfo] = []
         for claim, ephemeral in pod.claims:
-            pvc = self.objects.claims.get(f"{ns}/{claim}")
+            pvc = self.objects.claim(f"{ns}/{claim}")
             if pvc is None:
-                msg = f'persistentvolumeclaim "{claim}" not found'
+                msg = (
+                    "waiting for ephemeral volume controller to create the "
+                    f'persistentvolumeclaim "{claim}"'
+                    if ephemeral
+                    else f'persistentvolumeclaim "{claim}" not found'
+                )
                 return None, Status.unresolvable(msg, plugin=self.name)
-            if ephemeral and pvc.controller_uid != pod.uid:
-                msg = f"PVC {ns}/{claim} was not created for pod {ns}/{pod.name} (pod is not owner)"
+            if pvc.lost:
+                msg = (
+                    f'persistentvolumeclaim "{claim}" bound to non-existent persistentvolume '
+                    f'"{pvc.volume_name}"'
+                )
                 return None, Status.unresolvable(msg, plugin=self.name)
             if pvc.deleting:
                 msg = f'persistentvolumeclaim "{claim}" is being deleted'
                 return None, Status.unresolvable(msg, plugin=self.name)
+            if ephemeral and pvc.controller_uid != pod.uid:
+                msg = f"PVC {ns}/{claim} was not created for pod {ns}/{pod.name} (pod is not owner)"
+                return None, Status.unresolvable(msg, plugin=self.name)
             found.append(pvc)
-        affinities: list[tuple[NodeSelectorTerm, ...]] = []
-        missing = False
-        immediate = False
-        waiting: list[PVCInfo] = []  # claims that wait for their first consumer
+        bound: list[PVCInfo] = []
+        waiting: list[PVCInfo] = []
         for pvc in found:
             if pvc.bound:
-                pv = self.objects.volumes.get(pvc.volume_name)
-                if pv is None:
-                    missing = True
-                elif pv.node_affinity is not None:
-                    affinities.append(pv.node_affinity)
+                bound.append(pvc)
                 continue
             # As upstream's IsDelayBindingMode: no class, or a class we do not know, binds
-            # immediately; and a claim that names its volume but is not fully bound yet
-            # counts as an unbound immediate one.
+            # immediately; a claim that names its volume but is not fully bound yet counts
+            # as an unbound immediate one.
             sc = self.objects.classes.get(pvc.storage_class) if pvc.storage_class else None
-            delayed = sc is not None and sc.wait_for_first_consumer
-            if delayed and not pvc.volume_name:
+            if sc is not None and sc.wait_for_first_consumer and not pvc.volume_name:
                 waiting.append(pvc)
             else:
-                immediate = True
-        if immediate:
-            return None, Status.unresolvable(ERR_UNBOUND_IMMEDIATE, plugin=self.name)
-        if waiting:
-            # Upstream would choose a volume for it on the node (or have one provisioned
-            # there). We do not: binding the pod would leave it waiting for a volume that
-            # never comes, with nothing to say why. It stays pending, and says why.
-            first = waiting[0]
-            msg = ERR_WAITS_FOR_CONSUMER.format(claim=first.name, cls=first.storage_class)
-            return None, Status.unresolvable(msg, plugin=self.name)
-        state.write(_STATE_KEY, _Bound(tuple(affinities), missing))
+                return None, Status.unresolvable(ERR_UNBOUND_IMMEDIATE, plugin=self.name)
+        waiting.sort(key=lambda c: c.storage_nanos)  # the smallest claims choose first
+        candidates: dict[str, tuple[tuple[PVInfo, bool], ...]] = {}
+        if any(c.selected_node is None for c in waiting):
+            volumes = [self.objects.volume(n) for n in self.objects.volumes]
+            for c in waiting:
+                if c.selected_node is None:
+                    fits = ((pv, _could_take(pv, c)) for pv in volumes if pv is not None)
+                    candidates[c.key] = tuple((pv, pre) for pv, (ok, pre) in fits if ok)
+        state.write(_STATE_KEY, _State(tuple(bound), tuple(waiting), candidates))
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> None:
         return None
 
+    # ------------------------------------------------------------------ Filter
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
-        bound: _Bound | None = state.read(_STATE_KEY)
+        st: _State | None = state.read(_STATE_KEY)
         node = node_info.node
-        if bound is None or node is None:
+        if st is None or node is None:
             return SUCCESS
-        if bound.missing_volume:
-            return Status.unresolvable(ERR_REASON_PV_NOT_EXIST, plugin=self.name)
-        for terms in bound.affinities:
-            if not match_node_selector_terms(terms, node.labels, node.name):
-                return Status.unresolvable(ERR_REASON_NODE_CONFLICT, plugin=self.name)
+        choice, reasons, error = self._find(st, node)
+        if error:
+            return Status.error(error, plugin=self.name)
+        if reasons:
+            return Status.unresolvable(*reasons, plugin=self.name)
+        if st.waiting:
+            st.by_node[node.name] = choice
+            st.has_static = st.has_static or bool(choice.static)
         return SUCCESS
 
+    def _find(self, st: _State, node: NodeRecord) -> tuple[_Choice, list[str], str]:
+        """Upstream's FindPodVolumes on one node: (what it would take, the reasons it cannot,
+        an error)."""
+        labels = node.labels
+        bound_ok = pv_found = unbound_ok = sufficient = True
+        static: list[tuple[PVCInfo, PVInfo]] = []
+        dynamic: list[PVCInfo] = []
+        error = ""
+        for pvc in st.bound:
+            pv = self.objects.volume(pvc.volume_name)
+            if pv is None:
+                pv_found = False
+                break
+            if not _affinity_ok(pv, labels, node.name):
+                bound_ok = False
+                break
+        provision: list[PVCInfo] = []
+        to_match: list[PVCInfo] = []
+        for claim in st.waiting:
+            if claim.selected_node is None:
+                to_match.append(claim)
+            elif claim.selected_node != node.name:
+                unbound_ok = False  # being provisioned for another node: look no further
+                to_match = provision = []
+                break
+            else:
+                provision.append(claim)
+        chosen: set[str] = set()
+        for claim in to_match:
+            pv = self._match(st.candidates.get(claim.key, ()), chosen, labels, node.name)
+            if pv is None:
+                provision.append(claim)  # no volume here: it would have to be provisioned
+                continue
+            chosen.add(pv.name)
+            static.append((claim, pv))
+        if provision:
+            unbound_ok, error = self._provisionable(provision, labels)
+            if unbound_ok:
+                dynamic = provision
+        reasons = []
+        if not bound_ok:
+            reasons.append(ERR_REASON_NODE_CONFLICT)
+        if not unbound_ok:
+            reasons.append(ERR_REASON_BIND_CONFLICT)
+        if not sufficient:
+            reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
+        if not pv_found:
+            reasons.append(ERR_REASON_PV_NOT_EXIST)
+        return _Choice(tuple(static), tuple(dynamic)), reasons, error
+
+    @staticmethod
+    def _match(
+        candidates: Sequence[tuple[PVInfo, bool]],
+        chosen: set[str],
+        labels: Mapping[str, str],
+        node: str,
+    ) -> PVInfo | None:
+        """The node half of upstream's FindMatchingVolume: the first candidate pre-bound to
+        the claim decides (it, if its node affinity admits the node, else nothing); else
+        the smallest available one the node's affinity admits (the first of equals)."""
+        best: PVInfo | None = None
+        for pv, prebound in candidates:
+            if pv.name in chosen:
+                continue
+            ok = _affinity_ok(pv, labels, node)
+            if prebound:
+                return pv if ok else None
+            if ok and (best is None or pv.capacity_nanos < best.capacity_nanos):
+                best = pv
+        return best
+
+    def _provisionable(
+        self, claims: Sequence[PVCInfo], labels: Mapping[str, str]
+    ) -> tuple[bool, str]:
+        """Upstream's checkVolumeProvisions (without CSIStorageCapacity: every provisioner
+        counts as one that does not track capacity): (whether every claim can be
+        provisioned for the node, an error)."""
+        for claim in claims:
+            if not claim.storage_class:
+                return False, f'no class for claim "{claim.key}"'
+            sc = self.objects.classes.get(claim.storage_class)
+            if sc is None:
+                return False, f'failed to find storage class "{claim.storage_class}"'
+            if not sc.provisioner or sc.provisioner == NO_PROVISIONER:
+                return False, ""
+            if not sc.allows(labels):
+                return False, ""
+        return True, ""
+
+    # ------------------------------------------------------------------ Score
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        """Only existing volumes are scored (a provisioned one would need the driver's
+        CSIStorageCapacity): without them every node scores 0, so the plugin skips."""
+        st: _State | None = state.read(_STATE_KEY)
+        return SUCCESS if st is not None and st.has_static else SKIP
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        """Upstream's volume capacity scorer: per storage class, the claims' requests over
+        the chosen volumes' capacities through ``shape``; the mean over the classes."""
+        st: _State | None = state.read(_STATE_KEY)
+        choice = None if st is None else st.by_node.get(node_info.name)
+        if choice is None or not choice.static:
+            return 0
+        per_class: dict[str, list[int]] = {}
+        for claim, pv in choice.static:
+            sums = per_class.setdefault(pv.storage_class, [0, 0])
+            sums[0] += -(-claim.storage_nanos // NANO)
+            sums[1] += -(-pv.capacity_nanos // NANO)
+        total = 0
+        for requested, capacity in per_class.values():
+            util = 100 if capacity == 0 or requested > capacity else requested * 100 // capacity
+            total += broken_linear(self.shape, util)
+        return int(total / len(per_class) + 0.5)
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        return None
+
+    # ------------------------------------------------------------------ Reserve
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Upstream's AssumePodVolumes: unless every claim is bound by now, the node's
+        choice is assumed (the volume's claimRef, the claim's selected-node) for the next
+        pods to see, and PreBind will write it."""
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None or not st.waiting:
+            return SUCCESS
+        choice = st.by_node.get(node_name)
+        st.all_bound = True
+        if choice is None:
+            return SUCCESS
+        claims = [self.objects.claim(f"{pod.namespace}/{c}") for c, _ in pod.claims]
+        if all(c is not None and c.bound for c in claims):
+            return SUCCESS
+        static = []
+        for claim, pv in choice.static:
+            new = pv
+            ref = (claim.namespace, claim.name, claim.uid)
+            if pv.claim_ref != ref:
+                new = replace(pv, claim_ref=ref)
+            if not pv.bound_to(claim) and not new.bound_by_controller:
+                new = replace(new, bound_by_controller=True)
+            if new is not pv:
+                self.objects.assumed_volumes[pv.name] = new
+            static.append((claim, new))
+        dynamic = []
+        for claim in choice.dynamic:
+            new_claim = replace(claim, selected_node=node_name)
+            self.objects.assumed_claims[claim.key] = new_claim
+            dynamic.append(new_claim)
+        st.assumed = _Choice(tuple(static), tuple(dynamic))
+        st.all_bound = False
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Upstream's RevertAssumedPodVolumes: the node's choice is no longer assumed."""
+        st: _State | None = state.read(_STATE_KEY)
+        choice = None if st is None else st.by_node.get(node_name)
+        if choice is None:
+            return
+        for _, pv in choice.static:
+            self.objects.assumed_volumes.pop(pv.name, None)
+        for claim in choice.dynamic:
+            self.objects.assumed_claims.pop(claim.key, None)
+
+    def pre_bind_needed(self, state: CycleState) -> bool:
+        """Whether PreBind has work to do (the core skips the binding cycle for a pod none
+        of whose PreBind plugins has: most pods, which have no claims to bind)."""
+        st: _State | None = state.read(_STATE_KEY)
+        return st is not None and not st.all_bound
+
+    # ------------------------------------------------------------------ PreBind
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None or st.all_bound:
+            return SKIP
+        if st.assumed is None:
+            return Status.error(f'no pod volume found for node "{node_name}"', plugin=self.name)
+        return SUCCESS
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Upstream's BindPodVolumes: the API updates, then the wait for the PV controller."""
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None or st.all_bound:
+            return SUCCESS
+        choice = st.assumed
+        if choice is None:
+            return Status.error(f'no pod volume found for node "{node_name}"', plugin=self.name)
+        if self.client is None:
+            self._commit(choice)
+            return SUCCESS
+        written, error = await self._write(choice)
+        if error:
+            return Status.error(error, plugin=self.name)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.bind_timeout_seconds
+        while True:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return Status.error("binding volumes: context deadline exceeded", plugin=self.name)
+            await self.sleep(min(self.poll_interval, remaining))
+            done, error = self._check(choice, written, node_name)
+            if error:
+                return Status.error(f"binding volumes: {error}", plugin=self.name)
+            if done:
+                return SUCCESS
+
+    async def _write(self, choice: _Choice) -> tuple[dict[str, int], str]:
+        """Upstream's bindAPIUpdate, as merge patches that carry the resourceVersion the
+        object was read at (so a concurrent change fails them, as an Update would): each
+        volume's claimRef, then each claim's selected-node. Returns the resourceVersions
+        the API server answered, by object, or an error; what was not written is no longer
+        assumed."""
+        assert self.client is not None
+        written: dict[str, int] = {}
+        pending_pvs = [pv.name for _, pv in choice.static]
+        pending_claims = [c.key for c in choice.dynamic]
+        try:
+            for claim, pv in choice.static:
+                annotations = {ANN_BOUND_BY_CONTROLLER: "yes"} if pv.bound_by_controller else {}
+                body = {
+                    "metadata": {
+                        "resourceVersion": str(pv.resource_version),
+                        "annotations": annotations,
+                    },
+                    "spec": {
+                        "claimRef": {
+                            "kind": "PersistentVolumeClaim",
+                            "apiVersion": "v1",
+                            "namespace": claim.namespace,
+                            "name": claim.name,
+                            "uid": claim.uid,
+                            "resourceVersion": str(claim.resource_version),
+                        }
+                    },
+                }
+                answer = await self.client.request(
+                    "PATCH",
+                    f"/api/v1/persistentvolumes/{pv.name}",
+                    body=body,
+                    content_type="application/merge-patch+json",
+                )
+                written[f"pv/{pv.name}"] = _answered_version(answer)
+                pending_pvs.remove(pv.name)
+            for claim in choice.dynamic:
+                body = {
+                    "metadata": {
+                        "resourceVersion": str(claim.resource_version),
+                        "annotations": {ANN_SELECTED_NODE: claim.selected_node},
+                    }
+                }
+                answer = await self.client.request(
+                    "PATCH",
+                    f"/api/v1/namespaces/{claim.namespace}/persistentvolumeclaims/{claim.name}",
+                    body=body,
+                    content_type="application/merge-patch+json",
+                )
+                written[f"pvc/{claim.key}"] = _answered_version(answer)
+                pending_claims.remove(claim.key)
+        except Exception as e:  # the API's answer, or no answer: the binding fails
+            for name in pending_pvs:
+                self.objects.assumed_volumes.pop(name, None)
+            for key in pending_claims:
+                self.objects.assumed_claims.pop(key, None)
+            return written, str(e) or type(e).__name__
+        return written, ""
+
+    def _check(self, choice: _Choice, written: Mapping[str, int], node: str) -> tuple[bool, str]:
+        """Upstream's checkBindings on the API server's objects as the informer last said
+        (not the assumptions): (every claim fully bound, an error that ends the wait)."""
+        labels = self.objects.node_labels(node)
+        if labels is None:
+            return False, f'failed to get node "{node}": node "{node}" not found'
+        for claim, pv in choice.static:
+            api_pv = self.objects.volumes.get(pv.name)
+            if api_pv is None:
+                return False, f'failed to check binding: persistentvolume "{pv.name}" not found'
+            api_claim = self.objects.claims.get(claim.key)
+            if api_claim is None:
+                return False, (
+                    f'failed to check binding: persistentvolumeclaim "{claim.name}" not found'
+                )
+            if written.get(f"pv/{pv.name}", 0) > api_pv.resource_version:
+                return False, ""  # our update has not come back through the watch yet
+            if not _affinity_ok(api_pv, labels, node):
+                return False, (
+                    f'pv "{pv.name}" node affinity doesn\'t match node "{node}": '
+                    "no matching NodeSelectorTerms"
+                )
+            if api_pv.claim_ref is None or not api_pv.claim_ref[2]:
+                return False, f'ClaimRef got reset for pv "{pv.name}"'
+            if not api_claim.bound:
+                return False, ""
+        for claim in choice.dynamic:
+            api_claim = self.objects.claims.get(claim.key)
+            if api_claim is None:
+                return False, (
+                    f'failed to check provisioning pvc: persistentvolumeclaim "{claim.name}" '
+                    "not found"
+                )
+            if written.get(f"pvc/{claim.key}", 0) > api_claim.resource_version:
+                return False, ""
+            if api_claim.selected_node != node:
+                # A provisioner that fails takes the annotation away to say so.
+                return False, f'provisioning failed for PVC "{claim.name}"'
+            if api_claim.volume_name:
+                api_pv = self.objects.volumes.get(api_claim.volume_name)
+                if api_pv is None:
+                    return False, ""  # the volume's add has not come through yet
+                if not _affinity_ok(api_pv, labels, node):
+                    return False, (
+                        f'pv "{api_pv.name}" node affinity doesn\'t match node "{node}": '
+                        "no matching NodeSelectorTerms"
+                    )
+            if not api_claim.bound:
+                return False, ""
+        return True, ""
+
+    def _commit(self, choice: _Choice) -> None:
+        """``simulate``'s PreBind: no API server, so what Reserve assumed becomes the state
+        (a volume's claim bound to it; a claim to provision stays unbound, with the node
+        selected, as a provisioner would find it)."""
+        objects = self.objects
+        for claim, pv in choice.static:
+            objects.assumed_volumes.pop(pv.name, None)
+            objects.assumed_claims.pop(claim.key, None)
+            objects.volumes[pv.name] = replace(pv, phase="Bound")
+            objects.claims[claim.key] = replace(claim, volume_name=pv.name, bind_completed=True)
+        for claim in choice.dynamic:
+            objects.assumed_claims.pop(claim.key, None)
+            objects.claims[claim.key] = claim
+
+    # ------------------------------------------------------------------ hints
     def events_to_register(self) -> Iterable[EventRegistration]:
         """As upstream's (without CSINode, CSIDriver and CSIStorageCapacity, which nothing
         here reads): one of the pod's claims added or changed; any volume added or changed;
-        a class added (upstream also queues on a change of allowedTopologies, which only
-        the binding of claims that wait for a consumer reads); a node added or relabelled."""
+        a class added, or its allowedTopologies changed; a node added or relabelled."""
 
         def own_claim(pod: PodInfo, old: object, new: object) -> QueueingHint:
             if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
@@ -159,17 +633,43 @@ class VolumeBinding:
             named = any(claim == new.name for claim, _ in pod.claims)
             return QueueingHint.QUEUE if named else QueueingHint.SKIP
 
+        def class_changed(pod: PodInfo, old: object, new: object) -> QueueingHint:
+            if isinstance(old, StorageClassInfo) and isinstance(new, StorageClassInfo):
+                same = old.allowed_topologies == new.allowed_topologies
+                return QueueingHint.SKIP if same else QueueingHint.QUEUE
+            return QueueingHint.QUEUE
+
         def relabelled(pod: PodInfo, old: object, new: object) -> QueueingHint:
             if isinstance(old, NodeRecord) and isinstance(new, NodeRecord):
                 return QueueingHint.QUEUE if old.labels != new.labels else QueueingHint.SKIP
             return QueueingHint.QUEUE
 
         return [
+            EventRegistration(ClusterEvent("StorageClass", "Add"), class_changed),
+            EventRegistration(ClusterEvent("StorageClass", "Update"), class_changed),
             EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), own_claim),
             EventRegistration(ClusterEvent("PersistentVolumeClaim", "Update"), own_claim),
             EventRegistration(ClusterEvent("PersistentVolume", "Add"), None),
             EventRegistration(ClusterEvent("PersistentVolume", "Update"), None),
-            EventRegistration(ClusterEvent("StorageClass", "Add"), None),
             EventRegistration(ClusterEvent("Node", "Add"), None),
             EventRegistration(ClusterEvent("Node", "Update"), relabelled),
         ]
+
+
+def _answered_version(answer: Mapping[str, Any]) -> int:
+    meta = answer.get("metadata") if isinstance(answer, Mapping) else None
+    text = str((meta or {}).get("resourceVersion") or "")
+    return int(text) if text.isdigit() else 0
+
+
+__all__ = [
+    "DEFAULT_BIND_TIMEOUT_SECONDS",
+    "DEFAULT_SHAPE",
+    "ERR_REASON_BIND_CONFLICT",
+    "ERR_REASON_NODE_CONFLICT",
+    "ERR_REASON_NOT_ENOUGH_SPACE",
+    "ERR_REASON_PV_NOT_EXIST",
+    "ERR_UNBOUND_IMMEDIATE",
+    "VolumeBinding",
+    "VolumeObjects",
+]

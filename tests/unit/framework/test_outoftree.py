@@ -474,7 +474,7 @@ def test_reserve_and_post_bind_points_are_configured_like_the_others(
         {**base, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Ledger"}]}}}]},
         "sched.yaml",
     )
-    assert cfg.reserve == ("Ledger",) and cfg.post_bind == ("Ledger",)
+    assert cfg.reserve == ("VolumeBinding", "Ledger") and cfg.post_bind == ("Ledger",)
     cfg = parse_config(
         {
             **base,
@@ -489,10 +489,10 @@ def test_reserve_and_post_bind_points_are_configured_like_the_others(
         },
         "sched.yaml",
     )
-    assert cfg.reserve == ("Ledger",) and cfg.post_bind == ()
+    assert cfg.reserve == ("VolumeBinding", "Ledger") and cfg.post_bind == ()
     with pytest.raises(ConfigError, match=r"profiles\[0\]\.plugins\.reserve\.enabled\[0\]"):
         parse_config(
-            {"profiles": [{"plugins": {"reserve": {"enabled": [{"name": "VolumeBinding"}]}}}]},
+            {"profiles": [{"plugins": {"reserve": {"enabled": [{"name": "NodeName"}]}}}]},
             "sched.yaml",
         )
     half = {
@@ -557,7 +557,7 @@ def prep_core() -> Iterator[tuple[SchedulerCore, RecordingBinder, RecordingRecor
         "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Prep"}]}}}],
     }
     cfg = parse_config(raw, "sched.yaml")
-    assert cfg.pre_bind == ("Prep",) and cfg.reserve == ("Prep",)
+    assert cfg.pre_bind == ("VolumeBinding", "Prep") and cfg.reserve == ("VolumeBinding", "Prep")
     binder, recorder = RecordingBinder(), RecordingRecorder()
     core = SchedulerCore(cfg, FakeClock(), binder, recorder, rng=random.Random(0))
     core.on_node_add(make_node("n1").record())
@@ -646,7 +646,7 @@ def test_pre_bind_configuration(prep_core: Any) -> None:
         },
         "sched.yaml",
     )
-    assert cfg.pre_bind == () and cfg.reserve == ("Prep",)
+    assert cfg.pre_bind == () and cfg.reserve == ("VolumeBinding", "Prep")
 
 
 def test_simulate_runs_pre_bind_and_reports_a_rejected_binding(

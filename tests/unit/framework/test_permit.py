@@ -4,6 +4,7 @@ cycle's error path)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import sys
 import types
@@ -209,7 +210,7 @@ def test_a_waiting_pod_keeps_its_room_and_binds_once_allowed(gate: Any) -> None:
     clock.step(3)
     assert cycle.permit_timeout() == 7.0
     wp.allow("Gate")
-    assert cycle.permitted(wp.outcome) is None and cycle.finish() is None
+    assert cycle.permitted(wp.outcome) is None and asyncio.run(cycle.finish_async()) is None
     assert core.queue.counts()["in_flight"] == 0  # Done once allowed, as upstream
     core.on_bind_result("default/p", BindOutcome.OK)
     assert [k for k, _ in recorder.scheduled_calls] == ["default/p"]
@@ -307,7 +308,7 @@ def test_permit_is_configured_for_out_of_tree_plugins_only(gate: Any) -> None:
         },
         "sched.yaml",
     )
-    assert cfg.permit == () and cfg.reserve == ("Gate",)
+    assert cfg.permit == () and cfg.reserve == ("VolumeBinding", "Gate")
 
 
 def test_updates_of_a_waiting_pod_change_nothing_until_its_deletion_starts(gate: Any) -> None:

@@ -13,7 +13,6 @@ asking for an extended resource, or a node with huge numbers, goes the per-node 
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +38,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import broken_linear
 from scheduler.types import NodeInfo, NodeRecord, PodInfo, Resource
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -257,12 +257,6 @@ def batch_columns(
     return cols
 
 
-def _div_trunc(a: int, b: int) -> int:
-    """Integer division rounding toward zero, as Go's ``/`` (Python's ``//`` floors)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b > 0) else -q
-
-
 def _round_half_away(a: int, b: int) -> int:
     """``math.Round(a / b)`` for non-negative ``a`` and positive ``b``: halves round up."""
     return (2 * a + b) // (2 * b)
@@ -436,13 +430,7 @@ class NodeResourcesFit:
         return self._ratio_of_utilization(util)
 
     def _ratio_of_utilization(self, util: int) -> int:
-        pts = self.shape
-        if util <= pts[0][0]:
-            return pts[0][1] * 10
-        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
-            if util <= x1:
-                return (y0 * 10) + _div_trunc((y1 - y0) * 10 * (util - x0), x1 - x0)
-        return pts[-1][1] * 10
+        return broken_linear(self.shape, util)
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         return None

@@ -204,27 +204,6 @@ def test_claims_that_count_as_unbound_immediate_ones(claim: dict[str, Any]) -> N
     )
 
 
-def test_a_claim_that_waits_for_its_first_consumer_keeps_the_pod_pending_and_says_why() -> None:
-    """Not built: binding such claims. The pod is not bound to a node where its claim would
-    stay unbound; once something else binds the claim, the pod follows the volume."""
-    core, _ = _core(
-        pvc("data", storage_class="local"),
-        storage_class("local", "WaitForFirstConsumer"),
-        pv("pv-1", on_nodes=("n3",)),
-    )
-    r = _one(core, with_claim("p", "data"))
-    assert r.outcome == "unschedulable"
-    assert r.message.startswith(
-        '0/3 nodes are available: persistentvolumeclaim "data" waits for its first consumer '
-        '(StorageClass "local"): py-scheduler does not bind such claims.'
-    )
-    core.on_volume_object_set(pvc_from_dict(pvc("data", storage_class="local", volume="pv-1")))
-    core.clock.step(20)  # type: ignore[attr-defined]
-    core.flush()
-    r = core.schedule_one()
-    assert r is not None and (r.outcome, r.node) == ("assumed", "n3")
-
-
 def test_an_ephemeral_volume_s_claim_must_be_the_pod_s_own() -> None:
     vol = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {"spec": {}}}}
     pod = make_pod("p").req(cpu="1").spec_field("volumes", [vol])

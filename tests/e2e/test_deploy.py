@@ -200,6 +200,8 @@ CLUSTER_RULES = {
     ("", "pods", "delete", ANY),  # preemption victims
     ("", "pods/binding", "create", ANY),  # Binder
     ("", "pods/status", "patch", ANY),  # conditions, nominatedNodeName
+    ("", "persistentvolumes", "patch", ANY),  # VolumeBinding's claimRef
+    ("", "persistentvolumeclaims", "patch", ANY),  # ... and selected-node
     ("events.k8s.io", "events", "create", ANY),  # Scheduled, FailedScheduling, Preempted
     ("events.k8s.io", "events", "patch", ANY),  # event series
     ("authentication.k8s.io", "tokenreviews", "create", ANY),  # the secure port's scrapers
@@ -306,6 +308,11 @@ CAN_I = [
     ("watch", "statefulsets.apps", "", "", "", True),
     ("list", "deployments.apps", "", "", "", False),
     ("update", "replicasets.apps", "", "r", "default", False),
+    ("patch", "persistentvolumes", "", "v", "", True),  # VolumeBinding's PreBind
+    ("patch", "persistentvolumeclaims", "", "c", "default", True),
+    ("update", "persistentvolumes", "", "v", "", False),
+    ("delete", "persistentvolumeclaims", "", "c", "default", False),
+    ("create", "persistentvolumes", "", "", "", False),
     ("list", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("watch", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("delete", "priorityclasses.scheduling.k8s.io", "", "x", "", False),

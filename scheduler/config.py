@@ -58,6 +58,7 @@ FILTER_PLUGINS = (
     "NodePorts",
     "NodeResourcesFit",
     "VolumeBinding",
+    "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
     "NodeDeclaredFeatures",  # upstream appends it to the default profile after the others

@@ -227,3 +227,25 @@ def test_a_claim_is_provisioned_on_the_node_the_scheduler_selects(
     assert kit.wait_bound("consumer", timeout=60) == allowed
     claim = kit.core.read_namespaced_persistent_volume_claim("data", kit.ns)
     assert (claim.status.phase, claim.spec.volume_name) == ("Bound", pv["metadata"]["name"])
+
+
+def test_a_pod_follows_its_bound_volume_s_zone(
+    kit: Kit, py_scheduler: Any, volumes: list[str]
+) -> None:
+    """VolumeZone: a claim bound (by the PV controller) to a volume labelled with a zone
+    keeps the pod to the nodes of that zone; no node affinity on the volume."""
+    zone = "topology.kubernetes.io/zone"
+    kit.nodes(2, labels={zone: f"other-{kit.ns}"})
+    (inside,) = kit.nodes(1, labels={zone: f"here-{kit.ns}"})
+    pv = _pv(f"{kit.ns}-z", "unused")
+    del pv["spec"]["nodeAffinity"], pv["spec"]["local"]  # a local volume needs an affinity
+    pv["spec"]["hostPath"] = {"path": "/tmp/zoned"}
+    pv["metadata"]["labels"] = {zone: f"here-{kit.ns}"}
+    kit.core.create_persistent_volume(pv)
+    volumes.append(pv["metadata"]["name"])
+    kit.core.create_namespaced_persistent_volume_claim(
+        kit.ns, _pvc("zoned", pv["metadata"]["name"])
+    )
+    wait_for(lambda: _claim_bound(kit, "zoned"), 60, "claim zoned bound by the PV controller")
+    _with_claim(kit, "zoned-pod", "zoned")
+    assert kit.wait_bound("zoned-pod") == inside

@@ -25,6 +25,7 @@ from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.plugins.volumebinding import VolumeBinding, VolumeObjects
+from scheduler.framework.plugins.volumezone import VolumeZone
 from scheduler.framework.preemption import Evaluator, PreemptionActions
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import (
@@ -61,6 +62,7 @@ def build_framework(
     ``volumes``: the claims, volumes and classes VolumeBinding reads (none if None)."""
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
+    volume_objects = VolumeObjects() if volumes is None else volumes
     plugins: list[object] = [
         NodeUnschedulable(),
         NodeName(),
@@ -74,11 +76,12 @@ def build_framework(
             ignored_resources=fit.ignored_resources,
         ),
         VolumeBinding(
-            VolumeObjects() if volumes is None else volumes,
+            volume_objects,
             client=api_client,
             bind_timeout_seconds=config.volume_binding.bind_timeout_seconds,
             shape=config.volume_binding.shape,
         ),
+        VolumeZone(volume_objects),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),
         BalancedAllocation(resources),

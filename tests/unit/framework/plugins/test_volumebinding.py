@@ -11,7 +11,7 @@ import pytest
 
 from scheduler.backend.queue import UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
-from scheduler.config import SchedulerConfig
+from scheduler.config import FILTER_PLUGINS, SchedulerConfig
 from scheduler.decode import Document
 from scheduler.explain import explain
 from scheduler.schedule_one import SchedulerCore
@@ -94,10 +94,12 @@ def with_claim(name: str, claim: str) -> Any:
     return make_pod(name).req(cpu="1").spec_field("volumes", [vol])
 
 
-def _core(*objs: dict[str, Any]) -> tuple[SchedulerCore, RecordingRecorder]:
+def _core(
+    *objs: dict[str, Any], config: SchedulerConfig | None = None
+) -> tuple[SchedulerCore, RecordingRecorder]:
     recorder = RecordingRecorder()
     core = SchedulerCore(
-        SchedulerConfig(), FakeClock(), RecordingBinder(), recorder, rng=random.Random(0)
+        config or SchedulerConfig(), FakeClock(), RecordingBinder(), recorder, rng=random.Random(0)
     )
     for name in ("n1", "n2", "n3"):
         core.on_node_add(node(name).record())
@@ -147,7 +149,14 @@ def test_a_volume_without_node_affinity_fits_every_node() -> None:
 
 
 def test_a_claim_bound_to_an_unknown_volume() -> None:
+    """VolumeZone's PreFilter finds the volume missing first (PreFilters run before any
+    Filter), as upstream's; with VolumeZone disabled, VolumeBinding's Filter says it."""
     core, _ = _core(pvc("data", volume="pv-1"))
+    r = _one(core, with_claim("p", "data"))
+    assert r.message.startswith('0/3 nodes are available: persistentvolume "pv-1" not found.')
+    assert {st.plugin for st in r.node_statuses.values()} == {"VolumeZone"}
+    config = SchedulerConfig(filters=tuple(f for f in FILTER_PLUGINS if f != "VolumeZone"))
+    core, _ = _core(pvc("data", volume="pv-1"), config=config)
     r = _one(core, with_claim("p", "data"))
     assert r.message.startswith(
         "0/3 nodes are available: 3 node(s) unavailable due to one or more pvc(s) bound to "

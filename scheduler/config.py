@@ -57,6 +57,7 @@ FILTER_PLUGINS = (
     "NodeAffinity",
     "NodePorts",
     "NodeResourcesFit",
+    "VolumeRestrictions",
     "VolumeBinding",
     "VolumeZone",
     "PodTopologySpread",

@@ -348,6 +348,7 @@ class SchedulerCore:
         self.selector_objects = SelectorObjects()
         self.volumes = VolumeObjects()  # claims, volumes, storage classes (VolumeBinding)
         self.volumes.node_labels = self._node_labels
+        self.volumes.claim_in_use = self.cache.claim_in_use
         # The queue owns the nominator; the framework reads it for the two-pass filter.
         self.queue = PriorityQueue(
             self.clock,

@@ -365,6 +365,53 @@ class HostPort:
 
 
 @dataclass(frozen=True, slots=True)
+class InlineDisk:
+    """An inline volume two pods on one node may not share (upstream's isVolumeConflict):
+    ``kind`` gce (``ident`` the PD name), ebs (the volume ID), iscsi (the IQN) or rbd
+    (``pool/image``, with its Ceph ``monitors``)."""
+
+    kind: str
+    ident: str
+    read_only: bool = False
+    monitors: frozenset[str] = frozenset()
+
+    def conflicts(self, other: InlineDisk) -> bool:
+        if self.kind != other.kind or self.ident != other.ident:
+            return False
+        if self.kind == "ebs":
+            return True
+        both_read_only = self.read_only and other.read_only
+        if self.kind == "rbd":
+            return bool(self.monitors & other.monitors) and not both_read_only
+        return not both_read_only
+
+
+def _inline_disk(vol: Mapping[str, Any], i: int, who: str) -> InlineDisk | None:
+    for key, kind, ident in (
+        ("gcePersistentDisk", "gce", "pdName"),
+        ("awsElasticBlockStore", "ebs", "volumeID"),
+        ("iscsi", "iscsi", "iqn"),
+        ("rbd", "rbd", "image"),
+    ):
+        src = vol.get(key)
+        if src is None:
+            continue
+        if not isinstance(src, Mapping):
+            raise ParseError(who, f"spec.volumes[{i}].{key}", "expected a map")
+        name = str(src.get(ident) or "")
+        if kind == "rbd":
+            monitors = src.get("monitors") or ()
+            if not isinstance(monitors, list):
+                raise ParseError(who, f"spec.volumes[{i}].rbd.monitors", "expected a list")
+            pool = str(src.get("pool") or "rbd")
+            return InlineDisk(
+                kind, f"{pool}/{name}", src.get("readOnly") is True, frozenset(map(str, monitors))
+            )
+        return InlineDisk(kind, name, src.get("readOnly") is True)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class PodInfo:
     """A pod as the scheduler sees it. Immutable: an update replaces the record."""
 
@@ -410,6 +457,9 @@ class PodInfo:
     # ``persistentVolumeClaim`` volume's claim; a generic ephemeral volume's, named
     # ``<pod>-<volume>``, with True: the pod must own it).
     claims: tuple[tuple[str, bool], ...] = ()
+    # Its inline disks that VolumeRestrictions keeps apart on a node (GCE PD, AWS EBS,
+    # iSCSI, RBD volumes; rare).
+    disks: tuple[InlineDisk, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -1003,6 +1053,7 @@ def pod_from_dict(
                         )
                     )
     claims: list[tuple[str, bool]] = []
+    disks: list[InlineDisk] = []
     for i, vol in enumerate(spec.get("volumes") or ()):
         if not isinstance(vol, Mapping):
             raise ParseError(who, f"spec.volumes[{i}]", "expected a map")
@@ -1019,6 +1070,10 @@ def pod_from_dict(
             claims.append((claim, False))
         elif vol.get("ephemeral") is not None:
             claims.append((f"{name}-{vol.get('name') or ''}", True))
+        elif len(vol) > 1:  # not only a name: perhaps an inline disk
+            disk = _inline_disk(vol, i, who)
+            if disk is not None:
+                disks.append(disk)
     if not bind_options and spec.get("ephemeralContainers"):
         for i, c in enumerate(spec["ephemeralContainers"]):
             if c.get("volumeMounts") and _has_bind_mount_options(
@@ -1127,6 +1182,7 @@ def pod_from_dict(
     pod.generation = generation
     pod.pod_scheduled = pod_scheduled
     pod.claims = tuple(claims)
+    pod.disks = tuple(disks) if disks else ()
     return _seal(pod)
 
 

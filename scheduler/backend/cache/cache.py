@@ -63,6 +63,8 @@ class Cache:
         # backwards and stops at the first entry its snapshot has already seen.
         self._recent: OrderedDict[str, int] = OrderedDict()
         self._pods: dict[str, _PodState] = {}
+        # PersistentVolumeClaim "namespace/name" -> how many cached pods use it.
+        self._claim_users: dict[str, int] = {}
         self._assumed = 0  # pods of _pods with assumed set (the cache_size gauge)
         self._generation = 0
 
@@ -82,11 +84,29 @@ class Cache:
     def _add_to_node(self, pod: PodInfo) -> None:
         ni = self._node_info(pod.node_name)
         ni.add_pod(pod, self._bump(pod.node_name))
+        if pod.claims:
+            self._count_claims(pod, 1)
+
+    def _count_claims(self, pod: PodInfo, step: int) -> None:
+        users = self._claim_users
+        for key in {f"{pod.namespace}/{name}" for name, _ in pod.claims}:
+            n = users.get(key, 0) + step
+            if n > 0:
+                users[key] = n
+            else:
+                users.pop(key, None)
+
+    def claim_in_use(self, key: str) -> bool:
+        """Whether a pod in the cache (bound or assumed) uses the PersistentVolumeClaim
+        ``namespace/name`` (upstream's StorageInfos().IsPVCUsedByPods). O(1)."""
+        return key in self._claim_users
 
     def _remove_from_node(self, pod: PodInfo) -> None:
         ni = self._nodes.get(pod.node_name)
         if ni is None:
             return
+        if pod.claims and pod.key in ni.pods:
+            self._count_claims(pod, -1)
         ni.remove_pod(pod.key, self._bump(pod.node_name))
         if ni.node is None and not ni.pods:
             del self._nodes[pod.node_name]

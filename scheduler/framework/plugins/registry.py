@@ -25,6 +25,7 @@ from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.plugins.volumebinding import VolumeBinding, VolumeObjects
+from scheduler.framework.plugins.volumerestrictions import VolumeRestrictions
 from scheduler.framework.plugins.volumezone import VolumeZone
 from scheduler.framework.preemption import Evaluator, PreemptionActions
 from scheduler.framework.runtime import Framework
@@ -75,6 +76,7 @@ def build_framework(
             shape=fit.shape,
             ignored_resources=fit.ignored_resources,
         ),
+        VolumeRestrictions(volume_objects),
         VolumeBinding(
             volume_objects,
             client=api_client,

@@ -89,6 +89,9 @@ class VolumeObjects:
     assumed_volumes: dict[str, PVInfo] = field(default_factory=dict)
     # A node's labels by name (None: no such node); the core sets it to its cache's.
     node_labels: Callable[[str], Mapping[str, str] | None] = lambda name: None
+    # Whether a bound or assumed pod uses the claim "namespace/name" (VolumeRestrictions'
+    # ReadWriteOncePod check); the core sets it to its cache's.
+    claim_in_use: Callable[[str], bool] = lambda key: False
 
     def claim(self, key: str) -> PVCInfo | None:
         """The claim as the scheduler sees it: assumed, else the API server's."""

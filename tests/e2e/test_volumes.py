@@ -177,10 +177,9 @@ def test_a_claim_that_waits_for_its_first_consumer_takes_a_local_volume_on_its_n
     assert (claim.status.phase, claim.spec.volume_name) == ("Bound", pv["metadata"]["name"])
     ref = kit.core.read_persistent_volume(pv["metadata"]["name"]).spec.claim_ref
     assert (ref.namespace, ref.name, ref.uid) == (kit.ns, "data", claim.metadata.uid)
-    scheduled = kit.events("consumer", "Scheduled")
-    assert [e["message"] for e in scheduled] == [
-        f"Successfully assigned {kit.ns}/consumer to {near}"
-    ]
+    # The event is written after the Binding, by the event writer: wait for it.
+    scheduled = kit.wait_event("consumer", "Scheduled")
+    assert scheduled["message"] == f"Successfully assigned {kit.ns}/consumer to {near}"
 
 
 def _selected_node(kit: Kit, claim: str) -> str | None:
@@ -249,3 +248,28 @@ def test_a_pod_follows_its_bound_volume_s_zone(
     wait_for(lambda: _claim_bound(kit, "zoned"), 60, "claim zoned bound by the PV controller")
     _with_claim(kit, "zoned-pod", "zoned")
     assert kit.wait_bound("zoned-pod") == inside
+
+
+def test_a_read_write_once_pod_claim_serves_one_pod_at_a_time(
+    kit: Kit, py_scheduler: Any, volumes: list[str]
+) -> None:
+    """VolumeRestrictions: while one pod uses a ReadWriteOncePod claim, a second one that
+    names it is told so and waits; once the first is deleted, the second is bound."""
+    kit.nodes(2)
+    pv = _pv(f"{kit.ns}-solo", "unused")
+    del pv["spec"]["nodeAffinity"], pv["spec"]["local"]
+    pv["spec"]["hostPath"] = {"path": "/tmp/solo"}
+    pv["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    kit.core.create_persistent_volume(pv)
+    volumes.append(pv["metadata"]["name"])
+    solo = _pvc("solo", pv["metadata"]["name"])
+    solo["spec"]["accessModes"] = ["ReadWriteOncePod"]
+    kit.core.create_namespaced_persistent_volume_claim(kit.ns, solo)
+    wait_for(lambda: _claim_bound(kit, "solo"), 60, "claim solo bound by the PV controller")
+    _with_claim(kit, "first", "solo")
+    kit.wait_bound("first")
+    _with_claim(kit, "second", "solo")
+    _failed_with(kit, "second", "ReadWriteOncePod access mode already in-use by another pod")
+    assert kit.node_of("second") == ""
+    kit.core.delete_namespaced_pod("first", kit.ns, grace_period_seconds=0)
+    assert kit.wait_bound("second", timeout=60)

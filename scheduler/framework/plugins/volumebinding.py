@@ -630,33 +630,49 @@ class VolumeBinding:
         here reads): one of the pod's claims added or changed; any volume added or changed;
         a class added, or its allowedTopologies changed; a node added or relabelled."""
 
-        def own_claim(pod: PodInfo, old: object, new: object) -> QueueingHint:
-            if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
-                return QueueingHint.SKIP
-            named = any(claim == new.name for claim, _ in pod.claims)
-            return QueueingHint.QUEUE if named else QueueingHint.SKIP
-
         def class_changed(pod: PodInfo, old: object, new: object) -> QueueingHint:
             if isinstance(old, StorageClassInfo) and isinstance(new, StorageClassInfo):
                 same = old.allowed_topologies == new.allowed_topologies
                 return QueueingHint.SKIP if same else QueueingHint.QUEUE
             return QueueingHint.QUEUE
 
-        def relabelled(pod: PodInfo, old: object, new: object) -> QueueingHint:
-            if isinstance(old, NodeRecord) and isinstance(new, NodeRecord):
-                return QueueingHint.QUEUE if old.labels != new.labels else QueueingHint.SKIP
-            return QueueingHint.QUEUE
-
         return [
             EventRegistration(ClusterEvent("StorageClass", "Add"), class_changed),
             EventRegistration(ClusterEvent("StorageClass", "Update"), class_changed),
-            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), own_claim),
-            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Update"), own_claim),
+            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), pods_claim),
+            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Update"), pods_claim),
             EventRegistration(ClusterEvent("PersistentVolume", "Add"), None),
             EventRegistration(ClusterEvent("PersistentVolume", "Update"), None),
             EventRegistration(ClusterEvent("Node", "Add"), None),
-            EventRegistration(ClusterEvent("Node", "Update"), relabelled),
+            EventRegistration(ClusterEvent("Node", "Update"), node_relabelled),
         ]
+
+
+def node_relabelled(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A node update that may help a volume plugin: its labels changed (a node first seen
+    counts as changed), as upstream's UpdateNodeLabel."""
+    if isinstance(old, NodeRecord) and isinstance(new, NodeRecord):
+        return QueueingHint.QUEUE if old.labels != new.labels else QueueingHint.SKIP
+    return QueueingHint.QUEUE
+
+
+def _claim_hint(*, volumes_only: bool) -> Callable[[PodInfo, object, object], QueueingHint]:
+    def hint(pod: PodInfo, old: object, new: object) -> QueueingHint:
+        if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
+            return QueueingHint.SKIP
+        named = any(
+            claim == new.name and not (volumes_only and ephemeral)
+            for claim, ephemeral in pod.claims
+        )
+        return QueueingHint.QUEUE if named else QueueingHint.SKIP
+
+    return hint
+
+
+# A claim added or changed that the pod names: through any volume (VolumeBinding's), or
+# through a persistentVolumeClaim volume only (VolumeZone's and VolumeRestrictions').
+pods_claim = _claim_hint(volumes_only=False)
+pods_claim_volume = _claim_hint(volumes_only=True)
 
 
 def _answered_version(answer: Mapping[str, Any]) -> int:
@@ -675,4 +691,7 @@ __all__ = [
     "ERR_UNBOUND_IMMEDIATE",
     "VolumeBinding",
     "VolumeObjects",
+    "node_relabelled",
+    "pods_claim",
+    "pods_claim_volume",
 ]

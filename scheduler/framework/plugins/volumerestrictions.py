@@ -28,8 +28,8 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
-from scheduler.framework.plugins.volumebinding import VolumeObjects
-from scheduler.types import NodeInfo, PodInfo, PVCInfo
+from scheduler.framework.plugins.volumebinding import VolumeObjects, pods_claim_volume
+from scheduler.types import NodeInfo, PodInfo
 
 ERR_REASON_DISK_CONFLICT = "node(s) had no available disk"
 ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT = (
@@ -129,14 +129,8 @@ class VolumeRestrictions:
             shared = any(not eph and name in mine for name, eph in old.claims)
             return QueueingHint.QUEUE if shared else QueueingHint.SKIP
 
-        def own_claim(pod: PodInfo, old: object, new: object) -> QueueingHint:
-            if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
-                return QueueingHint.SKIP
-            named = any(name == new.name and not eph for name, eph in pod.claims)
-            return QueueingHint.QUEUE if named else QueueingHint.SKIP
-
         return [
             EventRegistration(ClusterEvent("AssignedPod", "Delete"), freed),
             EventRegistration(ClusterEvent("Node", "Add"), None),
-            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), own_claim),
+            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), pods_claim_volume),
         ]

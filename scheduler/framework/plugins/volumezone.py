@@ -26,8 +26,12 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
-from scheduler.framework.plugins.volumebinding import VolumeObjects
-from scheduler.types import NodeInfo, NodeRecord, PodInfo, PVCInfo, PVInfo, StorageClassInfo
+from scheduler.framework.plugins.volumebinding import (
+    VolumeObjects,
+    node_relabelled,
+    pods_claim_volume,
+)
+from scheduler.types import NodeInfo, PodInfo, PVInfo, StorageClassInfo
 
 ERR_REASON_CONFLICT = "node(s) had no available volume zone"
 _BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
@@ -132,17 +136,6 @@ class VolumeZone:
             wffc = isinstance(new, StorageClassInfo) and new.wait_for_first_consumer
             return QueueingHint.QUEUE if wffc else QueueingHint.SKIP
 
-        def relabelled(pod: PodInfo, old: object, new: object) -> QueueingHint:
-            if isinstance(old, NodeRecord) and isinstance(new, NodeRecord):
-                return QueueingHint.QUEUE if old.labels != new.labels else QueueingHint.SKIP
-            return QueueingHint.QUEUE
-
-        def own_claim(pod: PodInfo, old: object, new: object) -> QueueingHint:
-            if not isinstance(new, PVCInfo) or new.namespace != pod.namespace:
-                return QueueingHint.SKIP
-            named = any(c == new.name and not eph for c, eph in pod.claims)
-            return QueueingHint.QUEUE if named else QueueingHint.SKIP
-
         def topology_changed(pod: PodInfo, old: object, new: object) -> QueueingHint:
             if isinstance(old, PVInfo) and isinstance(new, PVInfo):
                 same = volume_topologies(old) == volume_topologies(new)
@@ -152,9 +145,9 @@ class VolumeZone:
         return [
             EventRegistration(ClusterEvent("StorageClass", "Add"), waiting_class),
             EventRegistration(ClusterEvent("Node", "Add"), None),
-            EventRegistration(ClusterEvent("Node", "Update"), relabelled),
-            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), own_claim),
-            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Update"), own_claim),
+            EventRegistration(ClusterEvent("Node", "Update"), node_relabelled),
+            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Add"), pods_claim_volume),
+            EventRegistration(ClusterEvent("PersistentVolumeClaim", "Update"), pods_claim_volume),
             EventRegistration(ClusterEvent("PersistentVolume", "Add"), topology_changed),
             EventRegistration(ClusterEvent("PersistentVolume", "Update"), topology_changed),
         ]

@@ -58,6 +58,7 @@ FILTER_PLUGINS = (
     "NodePorts",
     "NodeResourcesFit",
     "VolumeRestrictions",
+    "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
     "PodTopologySpread",

@@ -35,6 +35,8 @@ from typing import Any
 import yaml
 
 from scheduler.types import (
+    CSIDriverInfo,
+    CSINodeInfo,
     NodeRecord,
     ParseError,
     PDBInfo,
@@ -45,6 +47,9 @@ from scheduler.types import (
     SelectorObject,
     ServiceInfo,
     StorageClassInfo,
+    VolumeAttachmentInfo,
+    csi_driver_from_dict,
+    csi_node_from_dict,
     global_default_class,
     node_from_dict,
     pdb_from_dict,
@@ -55,6 +60,7 @@ from scheduler.types import (
     selector_object_from_dict,
     service_from_dict,
     storage_class_from_dict,
+    volume_attachment_from_dict,
 )
 
 __all__ = [
@@ -568,6 +574,18 @@ class ObjectDecoder:
 
     def storage_class(self, raw: Raw) -> StorageClassInfo:
         out: StorageClassInfo = _guard("StorageClass", raw, storage_class_from_dict)
+        return out
+
+    def csi_node(self, raw: Raw) -> CSINodeInfo:
+        out: CSINodeInfo = _guard("CSINode", raw, csi_node_from_dict)
+        return out
+
+    def csi_driver(self, raw: Raw) -> CSIDriverInfo:
+        out: CSIDriverInfo = _guard("CSIDriver", raw, csi_driver_from_dict)
+        return out
+
+    def volume_attachment(self, raw: Raw) -> VolumeAttachmentInfo:
+        out: VolumeAttachmentInfo = _guard("VolumeAttachment", raw, volume_attachment_from_dict)
         return out
 
     def selector_object(self, kind: str) -> Callable[[Raw], SelectorObject]:

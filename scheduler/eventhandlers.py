@@ -24,11 +24,9 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
-    PVCInfo,
-    PVInfo,
     SelectorObject,
     ServiceInfo,
-    StorageClassInfo,
+    VolumeObject,
 )
 
 __all__ = ["EventHandlers", "Namespace"]
@@ -139,13 +137,11 @@ class EventHandlers:
         return handle
 
     # ------------------------------------------------------------------ volumes
-    def volume_object(
-        self, kind: str
-    ) -> Callable[[Delta[PVCInfo | PVInfo | StorageClassInfo]], None]:
-        """PersistentVolumeClaims, PersistentVolumes, StorageClasses (VolumeBinding's);
-        ``kind`` names which (the event label)."""
+    def volume_object(self, kind: str) -> Callable[[Delta[VolumeObject]], None]:
+        """PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers,
+        VolumeAttachments (the volume plugins'); ``kind`` names which (the event label)."""
 
-        def handle(d: Delta[PVCInfo | PVInfo | StorageClassInfo]) -> None:
+        def handle(d: Delta[VolumeObject]) -> None:
             t0 = time.perf_counter()
             if isinstance(d, Deleted):
                 self.core.on_volume_object_delete(d.old)

@@ -49,18 +49,15 @@ from scheduler.types import (
     ParseError,
     PDBInfo,
     PodInfo,
-    PVCInfo,
-    PVInfo,
     SelectorObject,
     ServiceInfo,
-    StorageClassInfo,
     UnknownPriorityClassError,
+    VolumeObject,
 )
 
 __all__ = ["LIST_KINDS", "ExplainError", "Explanation", "Lister", "explain"]
 
 T = TypeVar("T")
-VolumeObject = PVCInfo | PVInfo | StorageClassInfo
 
 Lister = Callable[[str], list[dict[str, Any]]]
 # What explain LISTs, in load order (classes before the pods that name them).
@@ -77,6 +74,9 @@ LIST_KINDS = (
     "persistentvolumeclaims",
     "persistentvolumes",
     "storageclasses",
+    "csinodes",
+    "csidrivers",
+    "volumeattachments",
 )
 # The selectors of system default spreading: list kind -> object kind.
 SELECTOR_LISTS = {
@@ -356,6 +356,9 @@ def _load(
         ("persistentvolumeclaims", "PersistentVolumeClaim", decoder.pvc),
         ("persistentvolumes", "PersistentVolume", decoder.pv),
         ("storageclasses", "StorageClass", decoder.storage_class),
+        ("csinodes", "CSINode", decoder.csi_node),
+        ("csidrivers", "CSIDriver", decoder.csi_driver),
+        ("volumeattachments", "VolumeAttachment", decoder.volume_attachment),
     )
     for plural, kind, decode_volume in volume_lists:
         for obj in objects.get(plural, []):

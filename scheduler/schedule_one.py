@@ -64,6 +64,8 @@ from scheduler.framework.waiting_pods import (
     WaitingPods,
 )
 from scheduler.types import (
+    CSIDriverInfo,
+    CSINodeInfo,
     NodeInfo,
     NodeRecord,
     PDBInfo,
@@ -74,6 +76,8 @@ from scheduler.types import (
     SelectorObject,
     ServiceInfo,
     StorageClassInfo,
+    VolumeAttachmentInfo,
+    VolumeObject,
     pod_with,
 )
 
@@ -97,6 +101,15 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
 _R = TypeVar("_R")
+# The cluster event resource of each storage object (upstream's ClusterEvent resources).
+_VOLUME_RESOURCES: dict[type, str] = {
+    PVCInfo: "PersistentVolumeClaim",
+    PVInfo: "PersistentVolume",
+    StorageClassInfo: "StorageClass",
+    CSINodeInfo: "CSINode",
+    CSIDriverInfo: "CSIDriver",
+    VolumeAttachmentInfo: "VolumeAttachment",
+}
 
 
 class _FeasibleNodes(Sequence[NodeInfo]):
@@ -591,22 +604,26 @@ class SchedulerCore:
         ni = self.cache.get_node(name)
         return None if ni is None or ni.node is None else ni.node.labels
 
-    def on_volume_object_set(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
-        """A PersistentVolumeClaim, PersistentVolume or StorageClass was added or changed:
-        VolumeBinding reads it, and the pods its hints wait for such an event are moved."""
+    def on_volume_object_set(self, obj: VolumeObject) -> None:
+        """A PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver or
+        VolumeAttachment was added or changed: the volume plugins read it, and the pods
+        their hints wait for such an event are moved. As upstream's informers, only events
+        some plugin registers for are raised (a VolumeAttachment's add or update, a
+        CSIDriver's add, none)."""
         old = self.volumes.set(obj)
-        if isinstance(obj, PVCInfo):
-            resource = "PersistentVolumeClaim"
-        elif isinstance(obj, PVInfo):
-            resource = "PersistentVolume"
-        else:
-            resource = "StorageClass"
         action = "Add" if old is None else "Update"
+        resource = _VOLUME_RESOURCES[type(obj)]
+        if resource == "VolumeAttachment" or (resource == "CSIDriver" and old is None):
+            return
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, obj)
 
-    def on_volume_object_delete(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
-        """One of those objects was deleted (no pod waits for that)."""
+    def on_volume_object_delete(self, obj: VolumeObject) -> None:
+        """One of those objects was deleted; only a VolumeAttachment's deletion is an
+        event (NodeVolumeLimits': an attachment freed on a node)."""
         self.volumes.delete(obj)
+        if isinstance(obj, VolumeAttachmentInfo):
+            event = ClusterEvent("VolumeAttachment", "Delete")
+            self.queue.move_all_to_active_or_backoff(event, obj, None)
 
     # ================================================================== periodic work
     def flush(self, *, left_over: bool = True) -> None:

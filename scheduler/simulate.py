@@ -60,12 +60,10 @@ from scheduler.types import (
     PDBInfo,
     PodInfo,
     PriorityClassInfo,
-    PVCInfo,
-    PVInfo,
     SelectorObject,
     ServiceInfo,
-    StorageClassInfo,
     UnknownPriorityClassError,
+    VolumeObject,
     pod_with,
 )
 
@@ -82,11 +80,19 @@ __all__ = [
 # The selectors of system default spreading (upstream's DefaultSelector) come with them.
 SELECTOR_KINDS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
 # VolumeBinding's.
-VOLUME_KINDS = ("PersistentVolumeClaim", "PersistentVolume", "StorageClass")
+VOLUME_KINDS = (
+    "PersistentVolumeClaim",
+    "PersistentVolume",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "VolumeAttachment",
+)
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", *SELECTOR_KINDS, *VOLUME_KINDS)
 DUMP_COMMAND = (
     "kubectl get nodes,pods,pdb,priorityclasses,services,replicationcontrollers,"
-    "replicasets,statefulsets,pvc,pv,storageclasses -A -o json"
+    "replicasets,statefulsets,pvc,pv,storageclasses,csinodes,csidrivers,volumeattachments "
+    "-A -o json"
 )
 T = TypeVar("T")
 
@@ -194,7 +200,7 @@ class _Input:
     pending: dict[str, PodInfo] = field(default_factory=dict)
     pdbs: dict[str, PDBInfo] = field(default_factory=dict)
     selectors: list[tuple[str, ServiceInfo | SelectorObject]] = field(default_factory=list)
-    volumes: list[PVCInfo | PVInfo | StorageClassInfo] = field(default_factory=list)
+    volumes: list[VolumeObject] = field(default_factory=list)
     placements: dict[str, str | None] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -235,6 +241,12 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
             inp.volumes.append(_guarded(d, decoder.pv))
         elif kind == "StorageClass":
             inp.volumes.append(_guarded(d, decoder.storage_class))
+        elif kind == "CSINode":
+            inp.volumes.append(_guarded(d, decoder.csi_node))
+        elif kind == "CSIDriver":
+            inp.volumes.append(_guarded(d, decoder.csi_driver))
+        elif kind == "VolumeAttachment":
+            inp.volumes.append(_guarded(d, decoder.volume_attachment))
         elif kind != "PriorityClass":
             inp.notes.append(f"{d.where}: kind {kind!r} ignored")
     if not inp.selectors:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.csimigration import Translated, migratable, translate
 from scheduler.quantity import NANO, QuantityError, nanos_milli, nanos_value, parse_nanos
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "SELECTOR_KINDS",
     "SYSTEM_CLUSTER_CRITICAL",
     "SYSTEM_NODE_CRITICAL",
+    "CSIDriverInfo",
+    "CSINodeInfo",
     "HostPort",
     "LabelSelector",
     "NodeInfo",
@@ -53,7 +56,11 @@ __all__ = [
     "Toleration",
     "TopologySpreadConstraint",
     "UnknownPriorityClassError",
+    "VolumeAttachmentInfo",
+    "VolumeObject",
     "WeightedPodAffinityTerm",
+    "csi_driver_from_dict",
+    "csi_node_from_dict",
     "node_from_dict",
     "pdb_from_dict",
     "pod_from_dict",
@@ -63,6 +70,7 @@ __all__ = [
     "selector_object_from_dict",
     "service_from_dict",
     "storage_class_from_dict",
+    "volume_attachment_from_dict",
 ]
 
 Obj = Mapping[str, Any]
@@ -460,6 +468,9 @@ class PodInfo:
     # Its inline disks that VolumeRestrictions keeps apart on a node (GCE PD, AWS EBS,
     # iSCSI, RBD volumes; rare).
     disks: tuple[InlineDisk, ...] = ()
+    # Its inline volumes of in-tree plugins migrated to CSI drivers, by volume name, with
+    # their translation (NodeVolumeLimits counts them; rare).
+    migrated: tuple[tuple[str, Translated], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -1054,6 +1065,7 @@ def pod_from_dict(
                     )
     claims: list[tuple[str, bool]] = []
     disks: list[InlineDisk] = []
+    migrated: list[tuple[str, Translated]] = []
     for i, vol in enumerate(spec.get("volumes") or ()):
         if not isinstance(vol, Mapping):
             raise ParseError(who, f"spec.volumes[{i}]", "expected a map")
@@ -1074,6 +1086,11 @@ def pod_from_dict(
             disk = _inline_disk(vol, i, who)
             if disk is not None:
                 disks.append(disk)
+            found = migratable(vol)
+            if found is not None:
+                key, plugin = found
+                src = _mapping(vol[key], who, f"spec.volumes[{i}].{key}")
+                migrated.append((str(vol.get("name") or ""), translate(plugin, src, None)))
     if not bind_options and spec.get("ephemeralContainers"):
         for i, c in enumerate(spec["ephemeralContainers"]):
             if c.get("volumeMounts") and _has_bind_mount_options(
@@ -1183,6 +1200,7 @@ def pod_from_dict(
     pod.pod_scheduled = pod_scheduled
     pod.claims = tuple(claims)
     pod.disks = tuple(disks) if disks else ()
+    pod.migrated = tuple(migrated) if migrated else ()
     return _seal(pod)
 
 
@@ -1367,6 +1385,8 @@ class PVInfo:
     attributes_class: str = ""  # spec.volumeAttributesClassName
     deleting: bool = False
     bound_by_controller: bool = False  # pv.kubernetes.io/bound-by-controller
+    csi: tuple[str, str] | None = None  # spec.csi: (driver, volumeHandle)
+    migrated: Translated | None = None  # an in-tree source migrated to a CSI driver
 
     def bound_to(self, claim: PVCInfo) -> bool:
         """Upstream's IsVolumeBoundToClaim: its claimRef names the claim (and its uid,
@@ -1510,6 +1530,17 @@ def pv_from_dict(obj: Obj) -> PVInfo:
             str(ref.get("uid") or ""),
         )
     status = _mapping(obj.get("status"), who, "status")
+    csi_source = spec.get("csi")
+    csi: tuple[str, str] | None = None
+    migrated_source: Translated | None = None
+    if csi_source is not None:
+        csi_source = _mapping(csi_source, who, "spec.csi")
+        csi = (str(csi_source.get("driver") or ""), str(csi_source.get("volumeHandle") or ""))
+    else:
+        found = migratable(spec)
+        if found is not None:
+            src = _mapping(spec[found[0]], who, f"spec.{found[0]}")
+            migrated_source = translate(found[1], src, {str(k): str(v) for k, v in labels.items()})
     return PVInfo(
         name,
         terms,
@@ -1526,6 +1557,8 @@ def pv_from_dict(obj: Obj) -> PVInfo:
         attributes_class=str(spec.get("volumeAttributesClassName") or ""),
         deleting=meta.get("deletionTimestamp") is not None,
         bound_by_controller=ANN_BOUND_BY_CONTROLLER in annotations,
+        csi=csi,
+        migrated=migrated_source,
     )
 
 
@@ -1559,6 +1592,90 @@ def storage_class_from_dict(obj: Obj) -> StorageClassInfo:
         mode == "WaitForFirstConsumer",
         provisioner=str(obj.get("provisioner") or ""),
         allowed_topologies=tuple(terms),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CSINodeInfo:
+    """A CSINode (storage.k8s.io/v1): the CSI drivers registered on the node of that name,
+    each with its attach limit (``spec.drivers[].allocatable.count``; None: no limit)."""
+
+    name: str
+    drivers: Mapping[str, int | None] = field(default_factory=dict)
+
+    def limits(self) -> dict[str, int]:
+        return {d: n for d, n in self.drivers.items() if n is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class CSIDriverInfo:
+    """A CSIDriver: whether a pod with its volumes must wait for a node where it is
+    registered (``spec.preventPodSchedulingIfMissing``, VolumeLimitScaling)."""
+
+    name: str
+    prevent_pod_scheduling_if_missing: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeAttachmentInfo:
+    """A VolumeAttachment: a volume (``spec.source.persistentVolumeName``; "" for an
+    inline one) attached, or being attached, to ``node_name`` by ``attacher``."""
+
+    name: str
+    node_name: str = ""
+    attacher: str = ""
+    pv_name: str = ""
+
+
+# The storage objects the volume plugins read (scheduler.framework.plugins.volumebinding's
+# VolumeObjects keeps them).
+VolumeObject = (
+    PVCInfo | PVInfo | StorageClassInfo | CSINodeInfo | CSIDriverInfo | VolumeAttachmentInfo
+)
+
+
+def _name_of(obj: Obj, kind: str) -> tuple[str, str]:
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    who = f"{kind} {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    return name, who
+
+
+def csi_node_from_dict(obj: Obj) -> CSINodeInfo:
+    name, who = _name_of(obj, "CSINode")
+    spec = _mapping(obj.get("spec"), who, "spec")
+    drivers = spec.get("drivers")
+    if drivers is not None and not isinstance(drivers, list):
+        raise ParseError(who, "spec.drivers", "expected a list")
+    out: dict[str, int | None] = {}
+    for i, d in enumerate(drivers or ()):
+        d = _mapping(d, who, f"spec.drivers[{i}]")
+        alloc = _mapping(d.get("allocatable"), who, f"spec.drivers[{i}].allocatable")
+        count = alloc.get("count")
+        if count is not None and (type(count) is not int or count < 0):
+            raise ParseError(
+                who, f"spec.drivers[{i}].allocatable.count", f"expected a count, got {count!r}"
+            )
+        out[str(d.get("name") or "")] = count
+    return CSINodeInfo(name, out)
+
+
+def csi_driver_from_dict(obj: Obj) -> CSIDriverInfo:
+    name, who = _name_of(obj, "CSIDriver")
+    spec = _mapping(obj.get("spec"), who, "spec")
+    return CSIDriverInfo(name, spec.get("preventPodSchedulingIfMissing") is True)
+
+
+def volume_attachment_from_dict(obj: Obj) -> VolumeAttachmentInfo:
+    name, who = _name_of(obj, "VolumeAttachment")
+    spec = _mapping(obj.get("spec"), who, "spec")
+    source = _mapping(spec.get("source"), who, "spec.source")
+    return VolumeAttachmentInfo(
+        name,
+        str(spec.get("nodeName") or ""),
+        str(spec.get("attacher") or ""),
+        str(source.get("persistentVolumeName") or ""),
     )
 
 

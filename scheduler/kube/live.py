@@ -72,6 +72,12 @@ RESOURCES = {
     "storageclasses": Resource(
         "StorageClass", "/apis/storage.k8s.io/v1/storageclasses", namespaced=False
     ),
+    # NodeVolumeLimits'.
+    "csinodes": Resource("CSINode", "/apis/storage.k8s.io/v1/csinodes", namespaced=False),
+    "csidrivers": Resource("CSIDriver", "/apis/storage.k8s.io/v1/csidrivers", namespaced=False),
+    "volumeattachments": Resource(
+        "VolumeAttachment", "/apis/storage.k8s.io/v1/volumeattachments", namespaced=False
+    ),
 }
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
 
@@ -188,6 +194,9 @@ class LiveScheduler:
             ("persistentvolumeclaims", d.pvc),
             ("persistentvolumes", d.pv),
             ("storageclasses", d.storage_class),
+            ("csinodes", d.csi_node),
+            ("csidrivers", d.csi_driver),
+            ("volumeattachments", d.volume_attachment),
         ):
             self.informers[kind] = self._informer(
                 kind, decode, h.volume_object(RESOURCES[kind].kind)

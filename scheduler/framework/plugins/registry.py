@@ -21,6 +21,7 @@ from scheduler.framework.plugins.nodeports import NodePorts
 from scheduler.framework.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit, ResourceSpec
 from scheduler.framework.plugins.nodeunschedulable import NodeUnschedulable
+from scheduler.framework.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
@@ -77,6 +78,7 @@ def build_framework(
             ignored_resources=fit.ignored_resources,
         ),
         VolumeRestrictions(volume_objects),
+        NodeVolumeLimits(volume_objects),
         VolumeBinding(
             volume_objects,
             client=api_client,

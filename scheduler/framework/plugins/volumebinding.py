@@ -53,12 +53,16 @@ from scheduler.types import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     NO_PROVISIONER,
+    CSIDriverInfo,
+    CSINodeInfo,
     NodeInfo,
     NodeRecord,
     PodInfo,
     PVCInfo,
     PVInfo,
     StorageClassInfo,
+    VolumeAttachmentInfo,
+    VolumeObject,
 )
 
 ERR_REASON_NODE_CONFLICT = "node(s) had volume node affinity conflict"
@@ -85,6 +89,12 @@ class VolumeObjects:
     claims: dict[str, PVCInfo] = field(default_factory=dict)
     volumes: dict[str, PVInfo] = field(default_factory=dict)
     classes: dict[str, StorageClassInfo] = field(default_factory=dict)
+    # NodeVolumeLimits': CSINodes by node name, CSIDrivers by name, VolumeAttachments by
+    # node name, then name.
+    csi_nodes: dict[str, CSINodeInfo] = field(default_factory=dict)
+    csi_drivers: dict[str, CSIDriverInfo] = field(default_factory=dict)
+    attachments: dict[str, dict[str, VolumeAttachmentInfo]] = field(default_factory=dict)
+    attachment_nodes: dict[str, str] = field(default_factory=dict)
     assumed_claims: dict[str, PVCInfo] = field(default_factory=dict)
     assumed_volumes: dict[str, PVInfo] = field(default_factory=dict)
     # A node's labels by name (None: no such node); the core sets it to its cache's.
@@ -100,9 +110,7 @@ class VolumeObjects:
     def volume(self, name: str) -> PVInfo | None:
         return self.assumed_volumes.get(name) or self.volumes.get(name)
 
-    def set(
-        self, obj: PVCInfo | PVInfo | StorageClassInfo
-    ) -> PVCInfo | PVInfo | StorageClassInfo | None:
+    def set(self, obj: VolumeObject) -> VolumeObject | None:
         """The informer's add or update; returns the object it replaces. An assumption
         gives way to a newer version of its object (upstream's assume cache keeps the
         assumed object until then)."""
@@ -120,19 +128,49 @@ class VolumeObjects:
             if pv is not None and obj.resource_version > pv.resource_version:
                 del self.assumed_volumes[obj.name]
             return old_volume
-        old_class = self.classes.get(obj.name)
-        self.classes[obj.name] = obj
-        return old_class
+        if isinstance(obj, StorageClassInfo):
+            old_class = self.classes.get(obj.name)
+            self.classes[obj.name] = obj
+            return old_class
+        if isinstance(obj, CSINodeInfo):
+            old_node = self.csi_nodes.get(obj.name)
+            self.csi_nodes[obj.name] = obj
+            return old_node
+        if isinstance(obj, CSIDriverInfo):
+            old_driver = self.csi_drivers.get(obj.name)
+            self.csi_drivers[obj.name] = obj
+            return old_driver
+        old_attachment = self._drop_attachment(obj.name)
+        self.attachments.setdefault(obj.node_name, {})[obj.name] = obj
+        self.attachment_nodes[obj.name] = obj.node_name
+        return old_attachment
 
-    def delete(self, obj: PVCInfo | PVInfo | StorageClassInfo) -> None:
+    def _drop_attachment(self, name: str) -> VolumeAttachmentInfo | None:
+        """Forget a VolumeAttachment wherever it is filed (its node may have changed)."""
+        node = self.attachment_nodes.pop(name, None)
+        if node is None:
+            return None
+        on_node = self.attachments[node]
+        old = on_node.pop(name)
+        if not on_node:
+            del self.attachments[node]
+        return old
+
+    def delete(self, obj: VolumeObject) -> None:
         if isinstance(obj, PVCInfo):
             self.claims.pop(obj.key, None)
             self.assumed_claims.pop(obj.key, None)
         elif isinstance(obj, PVInfo):
             self.volumes.pop(obj.name, None)
             self.assumed_volumes.pop(obj.name, None)
-        else:
+        elif isinstance(obj, StorageClassInfo):
             self.classes.pop(obj.name, None)
+        elif isinstance(obj, CSINodeInfo):
+            self.csi_nodes.pop(obj.name, None)
+        elif isinstance(obj, CSIDriverInfo):
+            self.csi_drivers.pop(obj.name, None)
+        else:
+            self._drop_attachment(obj.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -102,7 +102,8 @@ def _gce_region(zones: list[str]) -> str:
             )
         regions.add("-".join(parts[:2]))
     if len(regions) != 1:
-        raise TranslationError(f"multiple or no regions gotten from zones, got: {sorted(regions)}")
+        listed = " ".join(f"{r}:{{}}" for r in sorted(regions))  # Go's %v of a set
+        raise TranslationError(f"multiple or no regions gotten from zones, got: map[{listed}]")
     return regions.pop()
 
 

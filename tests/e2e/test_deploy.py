@@ -313,6 +313,11 @@ CAN_I = [
     ("update", "persistentvolumes", "", "v", "", False),
     ("delete", "persistentvolumeclaims", "", "c", "default", False),
     ("create", "persistentvolumes", "", "", "", False),
+    ("list", "csinodes.storage.k8s.io", "", "", "", True),  # NodeVolumeLimits'
+    ("watch", "volumeattachments.storage.k8s.io", "", "", "", True),
+    ("watch", "csidrivers.storage.k8s.io", "", "", "", True),
+    ("update", "csinodes.storage.k8s.io", "", "n", "", False),
+    ("delete", "volumeattachments.storage.k8s.io", "", "a", "", False),
     ("list", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("watch", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("delete", "priorityclasses.scheduling.k8s.io", "", "x", "", False),

@@ -14,6 +14,7 @@ import pytest
 from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
 from scheduler.csimigration import Translated, migratable, translate
+from scheduler.decode import Document
 from scheduler.framework.interface import Code, CycleState, QueueingHint
 from scheduler.framework.plugins.nodevolumelimits import (
     ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED,
@@ -24,6 +25,7 @@ from scheduler.framework.plugins.nodevolumelimits import (
 )
 from scheduler.framework.plugins.volumebinding import VolumeObjects
 from scheduler.schedule_one import SchedulerCore
+from scheduler.simulate import simulate
 from scheduler.types import (
     CSIDriverInfo,
     CSINodeInfo,
@@ -505,3 +507,27 @@ def test_sources_that_do_not_migrate() -> None:
     assert migratable({"name": "x", "emptyDir": {}}) is None
     assert migratable({"iscsi": {"iqn": "q"}}) is None
     assert migratable({"csi": {"driver": DRIVER}}) is None
+
+
+def test_simulate_reads_csinodes_and_volume_attachments_from_the_dump() -> None:
+    """n1's limit of 2 is taken by its pod's volume and an attachment: the pending pod goes
+    to n2, although n1 has more room (cpu) and would win the score."""
+    attachment = {
+        "kind": "VolumeAttachment",
+        "metadata": {"name": "va"},
+        "spec": {"attacher": DRIVER, "nodeName": "n1", "source": {"persistentVolumeName": "x"}},
+    }
+    objs = [
+        make_node("n1").alloc(cpu="16", memory="32Gi", pods=110).obj(),
+        make_node("n2").alloc(cpu="2", memory="2Gi", pods=110).obj(),
+        csi_node("n1", csi_example_com=2),
+        attachment,
+        csi_volume("x"),
+        *bound_claims("a", "b"),
+        using("there", "a").node("n1").scheduler("default-scheduler").obj(),
+        using("p", "b").scheduler("py-scheduler").obj(),
+    ]
+    docs = [Document("dump.yaml", i + 1, o) for i, o in enumerate(objs)]
+    assert simulate(docs, SchedulerConfig()).placements["default/p"] == "n2"
+    docs = [d for d in docs if d.obj is not attachment]
+    assert simulate(docs, SchedulerConfig()).placements["default/p"] == "n1"

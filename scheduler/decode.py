@@ -37,6 +37,7 @@ import yaml
 from scheduler.types import (
     CSIDriverInfo,
     CSINodeInfo,
+    CSIStorageCapacityInfo,
     NodeRecord,
     ParseError,
     PDBInfo,
@@ -50,6 +51,7 @@ from scheduler.types import (
     VolumeAttachmentInfo,
     csi_driver_from_dict,
     csi_node_from_dict,
+    csi_storage_capacity_from_dict,
     global_default_class,
     node_from_dict,
     pdb_from_dict,
@@ -582,6 +584,12 @@ class ObjectDecoder:
 
     def csi_driver(self, raw: Raw) -> CSIDriverInfo:
         out: CSIDriverInfo = _guard("CSIDriver", raw, csi_driver_from_dict)
+        return out
+
+    def csi_storage_capacity(self, raw: Raw) -> CSIStorageCapacityInfo:
+        out: CSIStorageCapacityInfo = _guard(
+            "CSIStorageCapacity", raw, csi_storage_capacity_from_dict
+        )
         return out
 
     def volume_attachment(self, raw: Raw) -> VolumeAttachmentInfo:

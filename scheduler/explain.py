@@ -77,6 +77,7 @@ LIST_KINDS = (
     "csinodes",
     "csidrivers",
     "volumeattachments",
+    "csistoragecapacities",
 )
 # The selectors of system default spreading: list kind -> object kind.
 SELECTOR_LISTS = {
@@ -359,6 +360,7 @@ def _load(
         ("csinodes", "CSINode", decoder.csi_node),
         ("csidrivers", "CSIDriver", decoder.csi_driver),
         ("volumeattachments", "VolumeAttachment", decoder.volume_attachment),
+        ("csistoragecapacities", "CSIStorageCapacity", decoder.csi_storage_capacity),
     )
     for plural, kind, decode_volume in volume_lists:
         for obj in objects.get(plural, []):

@@ -66,6 +66,7 @@ from scheduler.framework.waiting_pods import (
 from scheduler.types import (
     CSIDriverInfo,
     CSINodeInfo,
+    CSIStorageCapacityInfo,
     NodeInfo,
     NodeRecord,
     PDBInfo,
@@ -109,6 +110,7 @@ _VOLUME_RESOURCES: dict[type, str] = {
     CSINodeInfo: "CSINode",
     CSIDriverInfo: "CSIDriver",
     VolumeAttachmentInfo: "VolumeAttachment",
+    CSIStorageCapacityInfo: "CSIStorageCapacity",
 }
 
 

@@ -87,12 +87,13 @@ VOLUME_KINDS = (
     "CSINode",
     "CSIDriver",
     "VolumeAttachment",
+    "CSIStorageCapacity",
 )
 KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", *SELECTOR_KINDS, *VOLUME_KINDS)
 DUMP_COMMAND = (
     "kubectl get nodes,pods,pdb,priorityclasses,services,replicationcontrollers,"
-    "replicasets,statefulsets,pvc,pv,storageclasses,csinodes,csidrivers,volumeattachments "
-    "-A -o json"
+    "replicasets,statefulsets,pvc,pv,storageclasses,csinodes,csidrivers,volumeattachments,"
+    "csistoragecapacities -A -o json"
 )
 T = TypeVar("T")
 
@@ -247,6 +248,8 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
             inp.volumes.append(_guarded(d, decoder.csi_driver))
         elif kind == "VolumeAttachment":
             inp.volumes.append(_guarded(d, decoder.volume_attachment))
+        elif kind == "CSIStorageCapacity":
+            inp.volumes.append(_guarded(d, decoder.csi_storage_capacity))
         elif kind != "PriorityClass":
             inp.notes.append(f"{d.where}: kind {kind!r} ignored")
     if not inp.selectors:

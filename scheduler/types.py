@@ -35,6 +35,7 @@ __all__ = [
     "SYSTEM_NODE_CRITICAL",
     "CSIDriverInfo",
     "CSINodeInfo",
+    "CSIStorageCapacityInfo",
     "HostPort",
     "LabelSelector",
     "NodeInfo",
@@ -61,6 +62,7 @@ __all__ = [
     "WeightedPodAffinityTerm",
     "csi_driver_from_dict",
     "csi_node_from_dict",
+    "csi_storage_capacity_from_dict",
     "node_from_dict",
     "pdb_from_dict",
     "pod_from_dict",
@@ -1332,6 +1334,7 @@ ANN_BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 ANN_BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
+ANN_MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
 
 
 @dataclass(frozen=True, slots=True)
@@ -1602,6 +1605,8 @@ class CSINodeInfo:
 
     name: str
     drivers: Mapping[str, int | None] = field(default_factory=dict)
+    # Its storage.alpha.kubernetes.io/migrated-plugins annotation (VolumeBinding's hint).
+    migrated_plugins: str = ""
 
     def limits(self) -> dict[str, int]:
         return {d: n for d, n in self.drivers.items() if n is not None}
@@ -1610,10 +1615,39 @@ class CSINodeInfo:
 @dataclass(frozen=True, slots=True)
 class CSIDriverInfo:
     """A CSIDriver: whether a pod with its volumes must wait for a node where it is
-    registered (``spec.preventPodSchedulingIfMissing``, VolumeLimitScaling)."""
+    registered (``spec.preventPodSchedulingIfMissing``, VolumeLimitScaling), and whether
+    it publishes CSIStorageCapacity objects that VolumeBinding must check
+    (``spec.storageCapacity``)."""
 
     name: str
     prevent_pod_scheduling_if_missing: bool = False
+    storage_capacity: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class CSIStorageCapacityInfo:
+    """A CSIStorageCapacity: how much a driver can provision for a storage class on the
+    nodes its ``node_topology`` selects (None: none), as ``capacity`` and
+    ``maximumVolumeSize`` (in nano bytes; None when not given)."""
+
+    namespace: str
+    name: str
+    storage_class: str = ""
+    node_topology: LabelSelector | None = None
+    capacity_nanos: int | None = None
+    maximum_volume_size_nanos: int | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def volume_limit(self) -> int | None:
+        """The largest volume it can provision: ``maximumVolumeSize``, the more precise,
+        else ``capacity``."""
+        if self.maximum_volume_size_nanos is not None:
+            return self.maximum_volume_size_nanos
+        return self.capacity_nanos
 
 
 @dataclass(frozen=True, slots=True)
@@ -1630,7 +1664,13 @@ class VolumeAttachmentInfo:
 # The storage objects the volume plugins read (scheduler.framework.plugins.volumebinding's
 # VolumeObjects keeps them).
 VolumeObject = (
-    PVCInfo | PVInfo | StorageClassInfo | CSINodeInfo | CSIDriverInfo | VolumeAttachmentInfo
+    PVCInfo
+    | PVInfo
+    | StorageClassInfo
+    | CSINodeInfo
+    | CSIDriverInfo
+    | VolumeAttachmentInfo
+    | CSIStorageCapacityInfo
 )
 
 
@@ -1658,13 +1698,39 @@ def csi_node_from_dict(obj: Obj) -> CSINodeInfo:
                 who, f"spec.drivers[{i}].allocatable.count", f"expected a count, got {count!r}"
             )
         out[str(d.get("name") or "")] = count
-    return CSINodeInfo(name, out)
+    meta = obj.get("metadata") or {}
+    annotations = _mapping(meta.get("annotations"), who, "metadata.annotations")
+    return CSINodeInfo(name, out, str(annotations.get(ANN_MIGRATED_PLUGINS) or ""))
 
 
 def csi_driver_from_dict(obj: Obj) -> CSIDriverInfo:
     name, who = _name_of(obj, "CSIDriver")
     spec = _mapping(obj.get("spec"), who, "spec")
-    return CSIDriverInfo(name, spec.get("preventPodSchedulingIfMissing") is True)
+    return CSIDriverInfo(
+        name,
+        spec.get("preventPodSchedulingIfMissing") is True,
+        spec.get("storageCapacity") is True,
+    )
+
+
+def csi_storage_capacity_from_dict(obj: Obj) -> CSIStorageCapacityInfo:
+    meta = obj.get("metadata") or {}
+    ns = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    who = f"CSIStorageCapacity {ns}/{name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    topology = obj.get("nodeTopology")
+    capacity = obj.get("capacity")
+    largest = obj.get("maximumVolumeSize")
+    return CSIStorageCapacityInfo(
+        ns,
+        name,
+        str(obj.get("storageClassName") or ""),
+        None if topology is None else _label_selector(topology, "nodeTopology", who),
+        None if capacity is None else _storage_nanos(capacity, who, "capacity"),
+        None if largest is None else _storage_nanos(largest, who, "maximumVolumeSize"),
+    )
 
 
 def volume_attachment_from_dict(obj: Obj) -> VolumeAttachmentInfo:

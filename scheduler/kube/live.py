@@ -78,6 +78,10 @@ RESOURCES = {
     "volumeattachments": Resource(
         "VolumeAttachment", "/apis/storage.k8s.io/v1/volumeattachments", namespaced=False
     ),
+    # VolumeBinding's, for the drivers that publish their capacity.
+    "csistoragecapacities": Resource(
+        "CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities", namespaced=True
+    ),
 }
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
 
@@ -197,6 +201,7 @@ class LiveScheduler:
             ("csinodes", d.csi_node),
             ("csidrivers", d.csi_driver),
             ("volumeattachments", d.volume_attachment),
+            ("csistoragecapacities", d.csi_storage_capacity),
         ):
             self.informers[kind] = self._informer(
                 kind, decode, h.volume_object(RESOURCES[kind].kind)

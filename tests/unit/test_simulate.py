@@ -927,7 +927,7 @@ def test_system_default_spreading_selects_through_the_dumps_replicasets(sim: Any
     assert r.code == 0, r.err
     assert r.json["placements"] == {"default/web-new": "n1"}
     assert "7 pod(s) are owned by ReplicaSets" in r.err
-    assert "pvc,pv,storageclasses,csinodes,csidrivers,volumeattachments -A -o json" in r.err
+    assert "csinodes,csidrivers,volumeattachments,csistoragecapacities -A -o json" in r.err
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
-"""VolumeBinding, as upstream's volumebinding plugin (without CSIStorageCapacity and CSI
-migration, which nothing here reads).
+"""VolumeBinding, as upstream's volumebinding plugin (without the CSI migration of in-tree
+volumes' topology, which nothing here reads).
 
 PreFilter (a pod without claims skips the plugin): every claim the pod's volumes use must
 exist, not be lost or being deleted, and a generic ephemeral volume's claim must be the
@@ -13,9 +13,11 @@ claim's PersistentVolume; each claim that waits is either given an available vol
 fits it on this node (the smallest that matches class, size, access modes, volume mode,
 attributes class, selector and node affinity; one already pre-bound to the claim wins) or
 must be provisionable there (its class names a provisioner and its allowedTopologies admit
-the node); a claim whose ``volume.kubernetes.io/selected-node`` names another node rules
-this node out. Score (StorageCapacityScoring, on by default in v1.37): the nodes where the
-pod would take existing volumes are ranked by how little of them the claims use.
+the node; a driver that publishes CSIStorageCapacity objects must have one for the node
+with room for the claim); a claim whose ``volume.kubernetes.io/selected-node`` names
+another node rules this node out. Score (StorageCapacityScoring, on by default in v1.37):
+the nodes where the pod would take existing volumes are ranked by how little of them the
+claims use, or, when it would provision them, by how little of the capacity there.
 
 Reserve assumes the choice in memory (the volume's claimRef, the claim's selected-node), so
 that the next pod sees it; Unreserve takes it back. PreBind (async, in the pod's binding
@@ -55,6 +57,7 @@ from scheduler.types import (
     NO_PROVISIONER,
     CSIDriverInfo,
     CSINodeInfo,
+    CSIStorageCapacityInfo,
     NodeInfo,
     NodeRecord,
     PodInfo,
@@ -95,6 +98,8 @@ class VolumeObjects:
     csi_drivers: dict[str, CSIDriverInfo] = field(default_factory=dict)
     attachments: dict[str, dict[str, VolumeAttachmentInfo]] = field(default_factory=dict)
     attachment_nodes: dict[str, str] = field(default_factory=dict)
+    # VolumeBinding's CSIStorageCapacities, by storage class, then "namespace/name".
+    capacities: dict[str, dict[str, CSIStorageCapacityInfo]] = field(default_factory=dict)
     assumed_claims: dict[str, PVCInfo] = field(default_factory=dict)
     assumed_volumes: dict[str, PVInfo] = field(default_factory=dict)
     # A node's labels by name (None: no such node); the core sets it to its cache's.
@@ -140,6 +145,10 @@ class VolumeObjects:
             old_driver = self.csi_drivers.get(obj.name)
             self.csi_drivers[obj.name] = obj
             return old_driver
+        if isinstance(obj, CSIStorageCapacityInfo):
+            old_capacity = self._drop_capacity(obj.key)
+            self.capacities.setdefault(obj.storage_class, {})[obj.key] = obj
+            return old_capacity
         old_attachment = self._drop_attachment(obj.name)
         self.attachments.setdefault(obj.node_name, {})[obj.name] = obj
         self.attachment_nodes[obj.name] = obj.node_name
@@ -156,6 +165,15 @@ class VolumeObjects:
             del self.attachments[node]
         return old
 
+    def _drop_capacity(self, key: str) -> CSIStorageCapacityInfo | None:
+        for cls, of_class in self.capacities.items():
+            old = of_class.pop(key, None)
+            if old is not None:
+                if not of_class:
+                    del self.capacities[cls]
+                return old
+        return None
+
     def delete(self, obj: VolumeObject) -> None:
         if isinstance(obj, PVCInfo):
             self.claims.pop(obj.key, None)
@@ -169,6 +187,8 @@ class VolumeObjects:
             self.csi_nodes.pop(obj.name, None)
         elif isinstance(obj, CSIDriverInfo):
             self.csi_drivers.pop(obj.name, None)
+        elif isinstance(obj, CSIStorageCapacityInfo):
+            self._drop_capacity(obj.key)
         else:
             self._drop_attachment(obj.name)
 
@@ -180,6 +200,9 @@ class _Choice:
 
     static: tuple[tuple[PVCInfo, PVInfo], ...] = ()
     dynamic: tuple[PVCInfo, ...] = ()
+    # For each claim in ``dynamic``: the CSIStorageCapacity that has room for it on the node
+    # (None: its driver publishes no capacity).
+    capacities: tuple[CSIStorageCapacityInfo | None, ...] = ()
 
 
 @dataclass(slots=True)
@@ -191,6 +214,7 @@ class _State:
     candidates: dict[str, tuple[tuple[PVInfo, bool], ...]]
     by_node: dict[str, _Choice] = field(default_factory=dict)
     has_static: bool = False
+    has_capacity: bool = False  # some node's claims to provision have a known capacity
     all_bound: bool = True  # set by Reserve: nothing for PreBind to do
     assumed: _Choice | None = None  # what Reserve assumed (the objects it wrote)
 
@@ -201,6 +225,7 @@ class _State:
             self.candidates,
             dict(self.by_node),
             self.has_static,
+            self.has_capacity,
             self.all_bound,
             self.assumed,
         )
@@ -328,6 +353,8 @@ class VolumeBinding:
         if st.waiting:
             st.by_node[node.name] = choice
             st.has_static = st.has_static or bool(choice.static)
+            if not st.has_capacity and any(c is not None for c in choice.capacities):
+                st.has_capacity = True
         return SUCCESS
 
     def _find(self, st: _State, node: NodeRecord) -> tuple[_Choice, list[str], str]:
@@ -365,9 +392,10 @@ class VolumeBinding:
                 continue
             chosen.add(pv.name)
             static.append((claim, pv))
+        capacities: tuple[CSIStorageCapacityInfo | None, ...] = ()
         if provision:
-            unbound_ok, error = self._provisionable(provision, labels)
-            if unbound_ok:
+            unbound_ok, sufficient, error, capacities = self._provisionable(provision, labels)
+            if unbound_ok and sufficient:
                 dynamic = provision
         reasons = []
         if not bound_ok:
@@ -378,7 +406,7 @@ class VolumeBinding:
             reasons.append(ERR_REASON_NOT_ENOUGH_SPACE)
         if not pv_found:
             reasons.append(ERR_REASON_PV_NOT_EXIST)
-        return _Choice(tuple(static), tuple(dynamic)), reasons, error
+        return _Choice(tuple(static), tuple(dynamic), capacities), reasons, error
 
     @staticmethod
     def _match(
@@ -403,43 +431,84 @@ class VolumeBinding:
 
     def _provisionable(
         self, claims: Sequence[PVCInfo], labels: Mapping[str, str]
-    ) -> tuple[bool, str]:
-        """Upstream's checkVolumeProvisions (without CSIStorageCapacity: every provisioner
-        counts as one that does not track capacity): (whether every claim can be
-        provisioned for the node, an error)."""
+    ) -> tuple[bool, bool, str, tuple[CSIStorageCapacityInfo | None, ...]]:
+        """Upstream's checkVolumeProvisions: (whether every claim can be provisioned for the
+        node, whether there is room for each, an error, and for each claim the
+        CSIStorageCapacity that has room for it). The first claim that fails decides."""
+        found: list[CSIStorageCapacityInfo | None] = []
         for claim in claims:
             if not claim.storage_class:
-                return False, f'no class for claim "{claim.key}"'
+                return False, False, f'no class for claim "{claim.key}"', ()
             sc = self.objects.classes.get(claim.storage_class)
             if sc is None:
-                return False, f'failed to find storage class "{claim.storage_class}"'
+                return False, False, f'failed to find storage class "{claim.storage_class}"', ()
             if not sc.provisioner or sc.provisioner == NO_PROVISIONER:
-                return False, ""
+                return False, True, "", ()
             if not sc.allows(labels):
-                return False, ""
-        return True, ""
+                return False, True, "", ()
+            room, capacity = self._has_room(sc, claim, labels)
+            if not room:
+                return True, False, "", ()
+            found.append(capacity)
+        return True, True, "", tuple(found)
+
+    def _has_room(
+        self, sc: StorageClassInfo, claim: PVCInfo, labels: Mapping[str, str]
+    ) -> tuple[bool, CSIStorageCapacityInfo | None]:
+        """Upstream's hasEnoughCapacity: a driver that publishes its capacity (its CSIDriver
+        says ``storageCapacity: true``) must have a CSIStorageCapacity of the claim's class,
+        whose node topology selects the node, with room for a volume of the claim's size
+        (``maximumVolumeSize``, else ``capacity``); the first such object found."""
+        if not claim.storage_nanos:
+            return True, None  # no size requested: nothing to check
+        driver = self.objects.csi_drivers.get(sc.provisioner)
+        if driver is None or not driver.storage_capacity:
+            return True, None
+        size = -(-claim.storage_nanos // NANO)  # bytes, rounded up as Quantity.Value()
+        for capacity in self.objects.capacities.get(sc.name, {}).values():
+            limit = capacity.volume_limit
+            if limit is None or -(-limit // NANO) < size:
+                continue
+            topology = capacity.node_topology
+            if topology is not None and topology.matches(labels):
+                return True, capacity
+        return False, None
 
     # ------------------------------------------------------------------ Score
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status:
-        """Only existing volumes are scored (a provisioned one would need the driver's
-        CSIStorageCapacity): without them every node scores 0, so the plugin skips."""
+        """Scored: the existing volumes a node's claims would take, else the capacity its
+        claims to provision would use; when no node has either every node scores 0, so the
+        plugin skips (upstream's scores them all 0)."""
         st: _State | None = state.read(_STATE_KEY)
-        return SUCCESS if st is not None and st.has_static else SKIP
+        return SUCCESS if st is not None and (st.has_static or st.has_capacity) else SKIP
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
         """Upstream's volume capacity scorer: per storage class, the claims' requests over
-        the chosen volumes' capacities through ``shape``; the mean over the classes."""
+        the chosen volumes' capacities through ``shape``, or, when the node would take no
+        existing volume, over the capacity the node's CSIStorageCapacity gives the class
+        (StorageCapacityScoring); the mean over the classes."""
         st: _State | None = state.read(_STATE_KEY)
         choice = None if st is None else st.by_node.get(node_info.name)
-        if choice is None or not choice.static:
+        if choice is None:
             return 0
         per_class: dict[str, list[int]] = {}
-        for claim, pv in choice.static:
-            sums = per_class.setdefault(pv.storage_class, [0, 0])
-            sums[0] += -(-claim.storage_nanos // NANO)
-            sums[1] += -(-pv.capacity_nanos // NANO)
+        if choice.static:
+            for claim, pv in choice.static:
+                sums = per_class.setdefault(pv.storage_class, [0, 0])
+                sums[0] += -(-claim.storage_nanos // NANO)
+                sums[1] += -(-pv.capacity_nanos // NANO)
+        else:
+            for claim, room in zip(choice.dynamic, choice.capacities, strict=True):
+                if room is None:
+                    continue
+                sums = per_class.setdefault(claim.storage_class, [0, 0])
+                sums[0] += -(-claim.storage_nanos // NANO)
+                # Not a sum: two claims of one class share the class's capacity there.
+                sums[1] = -(-(room.capacity_nanos or 0) // NANO)
+        if not per_class:
+            return 0
         total = 0
         for requested, capacity in per_class.values():
             util = 100 if capacity == 0 or requested > capacity else requested * 100 // capacity
@@ -664,9 +733,33 @@ class VolumeBinding:
 
     # ------------------------------------------------------------------ hints
     def events_to_register(self) -> Iterable[EventRegistration]:
-        """As upstream's (without CSINode, CSIDriver and CSIStorageCapacity, which nothing
-        here reads): one of the pod's claims added or changed; any volume added or changed;
-        a class added, or its allowedTopologies changed; a node added or relabelled."""
+        """As upstream's: one of the pod's claims added or changed; any volume added or
+        changed; a class added, or its allowedTopologies changed; a node added or
+        relabelled; a CSINode added, or its migrated-plugins annotation changed; a
+        CSIStorageCapacity added, or its volume limit raised; a CSIDriver that stops
+        publishing its capacity (for any pod with claims, where upstream's hint looks at the
+        pod's inline CSI volumes only: a pod it would leave waiting is tried again)."""
+
+        def csi_node_changed(pod: PodInfo, old: object, new: object) -> QueueingHint:
+            if isinstance(old, CSINodeInfo) and isinstance(new, CSINodeInfo):
+                same = old.migrated_plugins == new.migrated_plugins
+                return QueueingHint.SKIP if same else QueueingHint.QUEUE
+            return QueueingHint.QUEUE
+
+        def capacity_raised(pod: PodInfo, old: object, new: object) -> QueueingHint:
+            if not isinstance(old, CSIStorageCapacityInfo) or not isinstance(
+                new, CSIStorageCapacityInfo
+            ):
+                return QueueingHint.QUEUE
+            before, after = old.volume_limit, new.volume_limit
+            raised = after is not None and (before is None or after > before)
+            return QueueingHint.QUEUE if raised else QueueingHint.SKIP
+
+        def capacity_unchecked(pod: PodInfo, old: object, new: object) -> QueueingHint:
+            if isinstance(old, CSIDriverInfo) and isinstance(new, CSIDriverInfo):
+                off = old.storage_capacity and not new.storage_capacity
+                return QueueingHint.QUEUE if off and pod.claims else QueueingHint.SKIP
+            return QueueingHint.QUEUE
 
         def class_changed(pod: PodInfo, old: object, new: object) -> QueueingHint:
             if isinstance(old, StorageClassInfo) and isinstance(new, StorageClassInfo):
@@ -683,6 +776,11 @@ class VolumeBinding:
             EventRegistration(ClusterEvent("PersistentVolume", "Update"), None),
             EventRegistration(ClusterEvent("Node", "Add"), None),
             EventRegistration(ClusterEvent("Node", "Update"), node_relabelled),
+            EventRegistration(ClusterEvent("CSINode", "Add"), csi_node_changed),
+            EventRegistration(ClusterEvent("CSINode", "Update"), csi_node_changed),
+            EventRegistration(ClusterEvent("CSIDriver", "Update"), capacity_unchecked),
+            EventRegistration(ClusterEvent("CSIStorageCapacity", "Add"), capacity_raised),
+            EventRegistration(ClusterEvent("CSIStorageCapacity", "Update"), capacity_raised),
         ]
 
 

@@ -318,6 +318,9 @@ CAN_I = [
     ("watch", "csidrivers.storage.k8s.io", "", "", "", True),
     ("update", "csinodes.storage.k8s.io", "", "n", "", False),
     ("delete", "volumeattachments.storage.k8s.io", "", "a", "", False),
+    ("list", "csistoragecapacities.storage.k8s.io", "", "", "", True),  # VolumeBinding's
+    ("watch", "csistoragecapacities.storage.k8s.io", "", "", "kube-system", True),
+    ("create", "csistoragecapacities.storage.k8s.io", "", "", "kube-system", False),
     ("list", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("watch", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("delete", "priorityclasses.scheduling.k8s.io", "", "x", "", False),

@@ -1,13 +1,19 @@
-"""NodeVolumeLimits against the real API server: CSINodes, CSIDrivers and VolumeAttachments
-read through the scheduler's informers. A node whose CSINode gives a CSI driver an attach
+"""The CSI storage objects against the real API server, read through the scheduler's
+informers: NodeVolumeLimits' CSINodes, CSIDrivers and VolumeAttachments, and VolumeBinding's
+CSIStorageCapacities. A node whose CSINode gives a CSI driver an attach
 limit takes no more of that driver's volumes (the pods' claims bound, by
 kube-controller-manager's PV controller, to CSI volumes, and volumes still attached by a
 VolumeAttachment); a VolumeAttachment deleted, or a pod with volumes deleted, brings the
 waiting pod back. A driver whose CSIDriver says ``preventPodSchedulingIfMissing`` keeps the
 pod off nodes whose CSINode does not list it, until a CSINode that does is added.
 
-kwok's nodes run no kubelet, so nothing else writes these objects: the test writes them as
-a node's kubelet (CSINode) and a driver's installer (CSIDriver) would."""
+A claim whose StorageClass waits for its first consumer, of a driver that publishes its
+capacity, is provisioned only on a node a CSIStorageCapacity with room for it selects; with
+none, the pod is told `node(s) did not have enough free storage` until one is published.
+
+kwok's nodes run no kubelet and no driver runs, so nothing else writes these objects: the
+test writes them as a node's kubelet (CSINode), a driver's installer (CSIDriver) and its
+external-provisioner (CSIStorageCapacity, and the provisioned volume) would."""
 
 from __future__ import annotations
 
@@ -51,12 +57,14 @@ def storage(kit: Kit) -> Iterator[Callable[[str, dict[str, Any]], None]]:
         "CSINode": api.create_csi_node,
         "CSIDriver": api.create_csi_driver,
         "VolumeAttachment": api.create_volume_attachment,
+        "StorageClass": api.create_storage_class,
         "PersistentVolume": kit.core.create_persistent_volume,
     }
     delete = {
         "CSINode": api.delete_csi_node,
         "CSIDriver": api.delete_csi_driver,
         "VolumeAttachment": api.delete_volume_attachment,
+        "StorageClass": api.delete_storage_class,
         "PersistentVolume": kit.core.delete_persistent_volume,
     }
     made: list[tuple[str, str]] = []
@@ -74,10 +82,12 @@ def storage(kit: Kit) -> Iterator[Callable[[str, dict[str, Any]], None]]:
                 raise
 
 
-def _driver(name: str, *, prevent: bool = False) -> dict[str, Any]:
+def _driver(name: str, *, prevent: bool = False, capacity: bool = False) -> dict[str, Any]:
     spec: dict[str, Any] = {"attachRequired": False}  # no attach-detach controller work
     if prevent:
         spec["preventPodSchedulingIfMissing"] = True
+    if capacity:
+        spec["storageCapacity"] = True
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "CSIDriver",
@@ -222,3 +232,95 @@ def test_a_driver_that_must_be_installed_waits_for_a_node_that_has_it(
     # The driver registers on one node (its kubelet writes the CSINode): the pod goes there.
     storage("CSINode", _csi_node(later, driver, None))
     assert kit.wait_bound("consumer", timeout=60) == later
+
+
+def _capacity(kit: Kit, name: str, storage_class: str, zone: str, size: str) -> None:
+    """A CSIStorageCapacity in the test's namespace (deleted with it)."""
+    k8s.StorageV1Api(kit.cluster.api).create_namespaced_csi_storage_capacity(
+        kit.ns,
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSIStorageCapacity",
+            "metadata": {"name": name},
+            "storageClassName": storage_class,
+            "nodeTopology": {"matchLabels": {"capacity-zone": zone}},
+            "capacity": size,
+        },
+    )
+
+
+def _selected_node(kit: Kit, claim: str) -> str | None:
+    pvc = kit.core.read_namespaced_persistent_volume_claim(claim, kit.ns)
+    return (pvc.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
+
+
+def test_a_claim_is_provisioned_only_where_the_driver_has_room(
+    kit: Kit, py_scheduler: Any, storage: Callable[[str, dict[str, Any]], None]
+) -> None:
+    driver = f"{kit.ns}.capacity.example.com"
+    kit.nodes(1, labels={"capacity-zone": f"small-{kit.ns}"})
+    (big,) = kit.nodes(1, labels={"capacity-zone": f"big-{kit.ns}"})
+    cls = f"{kit.ns}-capacity"
+    driver_seen = _seen(py_scheduler, "CSIDriverAdd")
+    class_seen = _seen(py_scheduler, "StorageClassAdd")
+    capacity_seen = _seen(py_scheduler, "CSIStorageCapacityAdd")
+    storage("CSIDriver", _driver(driver, capacity=True))
+    storage(
+        "StorageClass",
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": cls},
+            "provisioner": driver,
+            "volumeBindingMode": "WaitForFirstConsumer",
+        },
+    )
+    _capacity(kit, "small", cls, f"small-{kit.ns}", "500Mi")  # less than the claim
+    driver_seen()
+    class_seen()
+    capacity_seen()
+    kit.core.create_namespaced_persistent_volume_claim(
+        kit.ns,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": cls,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    _with_claim(kit, "consumer", "data")
+    _failed_with(kit, "consumer", "2 node(s) did not have enough free storage")
+    assert _selected_node(kit, "data") is None
+
+    # The driver publishes room on the other node: the scheduler selects it.
+    _capacity(kit, "big", cls, f"big-{kit.ns}", "10Gi")
+    assert wait_for(lambda: _selected_node(kit, "data"), 60, "selected-node written") == big
+    # The test provisions the volume there, as the driver's external-provisioner would.
+    claim = kit.core.read_namespaced_persistent_volume_claim("data", kit.ns)
+    storage(
+        "PersistentVolume",
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{kit.ns}-provisioned"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": cls,
+                "csi": {"driver": driver, "volumeHandle": f"{kit.ns}-provisioned"},
+                "claimRef": {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolumeClaim",
+                    "namespace": kit.ns,
+                    "name": "data",
+                    "uid": claim.metadata.uid,
+                },
+            },
+        },
+    )
+    assert kit.wait_bound("consumer", timeout=60) == big

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 __all__ = [
     "CSI_DRIVERS",
     "MIGRATION_ON",
+    "TOPOLOGY_KEYS",
     "Translated",
     "migratable",
     "translate",
@@ -41,8 +42,16 @@ CSI_DRIVERS = {
     VSPHERE: "csi.vsphere.vmware.com",
     PORTWORX: "pxd.portworx.com",
 }
+# The topology key each driver's nodes carry their zone under, for the plugins whose
+# PersistentVolumes' zone terms csi-translation-lib rewrites (translateTopologyFromInTreeToCSI).
+TOPOLOGY_KEYS = {
+    AWS_EBS: "topology.ebs.csi.aws.com/zone",
+    GCE_PD: "topology.gke.io/zone",
+    CINDER: "topology.cinder.csi.openstack.org/zone",
+}
 # The plugins whose migrated volumes NodeVolumeLimits counts (upstream's isCSIMigrationOn,
-# which leaves out Azure File and vSphere).
+# which leaves out Azure File and vSphere), and whose bound volumes VolumeBinding
+# translates on nodes whose CSINode says they migrated the plugin.
 MIGRATION_ON = frozenset((AWS_EBS, GCE_PD, AZURE_DISK, CINDER, PORTWORX))
 # A volume source's field -> its in-tree plugin.
 _SOURCES = (

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.csimigration import Translated, migratable, translate
+from scheduler.csimigration import TOPOLOGY_KEYS, Translated, migratable, translate
 from scheduler.quantity import NANO, QuantityError, nanos_milli, nanos_value, parse_nanos
 
 __all__ = [
@@ -1390,6 +1390,9 @@ class PVInfo:
     bound_by_controller: bool = False  # pv.kubernetes.io/bound-by-controller
     csi: tuple[str, str] | None = None  # spec.csi: (driver, volumeHandle)
     migrated: Translated | None = None  # an in-tree source migrated to a CSI driver
+    # Its node affinity as translated with ``migrated`` (the zone terms under the CSI
+    # driver's topology key), for nodes that migrated the plugin (VolumeBinding).
+    csi_affinity: tuple[NodeSelectorTerm, ...] | None = None
 
     def bound_to(self, claim: PVCInfo) -> bool:
         """Upstream's IsVolumeBoundToClaim: its claimRef names the claim (and its uid,
@@ -1536,6 +1539,7 @@ def pv_from_dict(obj: Obj) -> PVInfo:
     csi_source = spec.get("csi")
     csi: tuple[str, str] | None = None
     migrated_source: Translated | None = None
+    csi_affinity = terms
     if csi_source is not None:
         csi_source = _mapping(csi_source, who, "spec.csi")
         csi = (str(csi_source.get("driver") or ""), str(csi_source.get("volumeHandle") or ""))
@@ -1543,7 +1547,9 @@ def pv_from_dict(obj: Obj) -> PVInfo:
         found = migratable(spec)
         if found is not None:
             src = _mapping(spec[found[0]], who, f"spec.{found[0]}")
-            migrated_source = translate(found[1], src, {str(k): str(v) for k, v in labels.items()})
+            str_labels = {str(k): str(v) for k, v in labels.items()}
+            migrated_source = translate(found[1], src, str_labels)
+            csi_affinity = _csi_affinity(terms, str_labels, TOPOLOGY_KEYS.get(found[1]))
     return PVInfo(
         name,
         terms,
@@ -1562,7 +1568,72 @@ def pv_from_dict(obj: Obj) -> PVInfo:
         bound_by_controller=ANN_BOUND_BY_CONTROLLER in annotations,
         csi=csi,
         migrated=migrated_source,
+        csi_affinity=csi_affinity,
     )
+
+
+_GA_ZONE = "topology.kubernetes.io/zone"
+_GA_REGION = "topology.kubernetes.io/region"
+_BETA_ZONE = "failure-domain.beta.kubernetes.io/zone"
+_BETA_REGION = "failure-domain.beta.kubernetes.io/region"
+
+
+def _rekeyed(
+    terms: tuple[NodeSelectorTerm, ...], old: str, new: str
+) -> tuple[NodeSelectorTerm, ...]:
+    return tuple(
+        NodeSelectorTerm(
+            tuple(
+                NodeSelectorRequirement(new, r.operator, r.values) if r.key == old else r
+                for r in t.match_expressions
+            ),
+            t.match_fields,
+        )
+        for t in terms
+    )
+
+
+def _csi_affinity(
+    terms: tuple[NodeSelectorTerm, ...] | None, labels: Mapping[str, str], key: str | None
+) -> tuple[NodeSelectorTerm, ...] | None:
+    """A migrated PersistentVolume's node affinity as csi-translation-lib's
+    translateTopologyFromInTreeToCSI makes it: the zone terms (GA key, else beta, found
+    in the terms, else in the labels) under the driver's topology ``key``, or, without
+    zone terms, the zone label's values added to every term under that key; a beta region
+    term under the GA region key. ``key`` None: the plugin's terms are kept as they are."""
+    if key is None:
+        return terms
+
+    def in_terms(k: str) -> bool:
+        return terms is not None and any(r.key == k for t in terms for r in t.match_expressions)
+
+    if in_terms(_GA_ZONE):
+        zone, region = _GA_ZONE, _GA_REGION
+    elif in_terms(_BETA_ZONE):
+        zone, region = _BETA_ZONE, _BETA_REGION
+    elif _GA_ZONE in labels:
+        zone, region = _GA_ZONE, _GA_REGION
+    elif _BETA_ZONE in labels:
+        zone, region = _BETA_ZONE, _BETA_REGION
+    else:
+        zone, region = _GA_ZONE, _GA_REGION
+    if terms and any(r.values for t in terms for r in t.match_expressions if r.key == zone):
+        terms = _rekeyed(terms, zone, key)
+    elif zone in labels:
+        zones = tuple(sorted({z.strip() for z in labels[zone].split("__") if z.strip()}))
+        if zones:
+            added = NodeSelectorRequirement(key, "In", zones)
+            terms = tuple(
+                NodeSelectorTerm((*t.match_expressions, added), t.match_fields)
+                for t in (terms or (NodeSelectorTerm((), ()),))
+            )
+    if (
+        region == _BETA_REGION
+        and terms
+        and any(r.values for t in terms for r in t.match_expressions if r.key == _BETA_REGION)
+    ):
+        terms = _rekeyed(terms, _BETA_REGION, _GA_REGION)
+    return terms
 
 
 def storage_class_from_dict(obj: Obj) -> StorageClassInfo:

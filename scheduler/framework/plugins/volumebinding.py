@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.csimigration import MIGRATION_ON
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -60,6 +61,7 @@ from scheduler.types import (
     CSIStorageCapacityInfo,
     NodeInfo,
     NodeRecord,
+    NodeSelectorTerm,
     PodInfo,
     PVCInfo,
     PVInfo,
@@ -233,7 +235,29 @@ class _State:
 
 def _affinity_ok(pv: PVInfo, labels: Mapping[str, str], node: str) -> bool:
     """Upstream's CheckNodeAffinity: no required terms match every node."""
-    terms = pv.node_affinity
+    return _terms_ok(pv.node_affinity, labels, node)
+
+
+def _bound_affinity(
+    pv: PVInfo, csi_node: CSINodeInfo | None
+) -> tuple[tuple[NodeSelectorTerm, ...] | None, str]:
+    """Upstream's tryTranslatePVToCSI for a bound volume's node affinity check: an
+    in-tree volume whose plugin the node's CSINode lists as migrated
+    (``storage.alpha.kubernetes.io/migrated-plugins``) is checked as its CSI translation
+    (its zone terms under the driver's topology key). Returns (the terms, an error)."""
+    src = pv.migrated
+    if src is None or src.plugin not in MIGRATION_ON or csi_node is None:
+        return pv.node_affinity, ""
+    if src.plugin not in csi_node.migrated_plugins.split(","):
+        return pv.node_affinity, ""
+    if src.error:
+        return None, f"could not translate pv: {src.error}"
+    return pv.csi_affinity, ""
+
+
+def _terms_ok(
+    terms: tuple[NodeSelectorTerm, ...] | None, labels: Mapping[str, str], node: str
+) -> bool:
     return terms is None or match_node_selector_terms(terms, labels, node)
 
 
@@ -365,12 +389,16 @@ class VolumeBinding:
         static: list[tuple[PVCInfo, PVInfo]] = []
         dynamic: list[PVCInfo] = []
         error = ""
+        csi_node = self.objects.csi_nodes.get(node.name) if st.bound else None
         for pvc in st.bound:
             pv = self.objects.volume(pvc.volume_name)
             if pv is None:
                 pv_found = False
                 break
-            if not _affinity_ok(pv, labels, node.name):
+            terms, error = _bound_affinity(pv, csi_node)
+            if error:
+                return _Choice(), [], error
+            if not _terms_ok(terms, labels, node.name):
                 bound_ok = False
                 break
         provision: list[PVCInfo] = []
@@ -672,6 +700,7 @@ class VolumeBinding:
         labels = self.objects.node_labels(node)
         if labels is None:
             return False, f'failed to get node "{node}": node "{node}" not found'
+        csi_node = self.objects.csi_nodes.get(node)
         for claim, pv in choice.static:
             api_pv = self.objects.volumes.get(pv.name)
             if api_pv is None:
@@ -683,7 +712,10 @@ class VolumeBinding:
                 )
             if written.get(f"pv/{pv.name}", 0) > api_pv.resource_version:
                 return False, ""  # our update has not come back through the watch yet
-            if not _affinity_ok(api_pv, labels, node):
+            terms, error = _bound_affinity(api_pv, csi_node)
+            if error:
+                return False, f"failed to translate pv to csi: {error}"
+            if not _terms_ok(terms, labels, node):
                 return False, (
                     f'pv "{pv.name}" node affinity doesn\'t match node "{node}": '
                     "no matching NodeSelectorTerms"
@@ -708,7 +740,10 @@ class VolumeBinding:
                 api_pv = self.objects.volumes.get(api_claim.volume_name)
                 if api_pv is None:
                     return False, ""  # the volume's add has not come through yet
-                if not _affinity_ok(api_pv, labels, node):
+                terms, error = _bound_affinity(api_pv, csi_node)
+                if error:
+                    return False, error
+                if not _terms_ok(terms, labels, node):
                     return False, (
                         f'pv "{api_pv.name}" node affinity doesn\'t match node "{node}": '
                         "no matching NodeSelectorTerms"

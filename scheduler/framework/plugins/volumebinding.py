@@ -1,5 +1,4 @@
-"""VolumeBinding, as upstream's volumebinding plugin (without the CSI migration of in-tree
-volumes' topology, which nothing here reads).
+"""VolumeBinding, as upstream's volumebinding plugin.
 
 PreFilter (a pod without claims skips the plugin): every claim the pod's volumes use must
 exist, not be lost or being deleted, and a generic ephemeral volume's claim must be the
@@ -9,7 +8,8 @@ names its volume already) keeps the pod out until the PV controller binds it. Th
 that are not bound wait for their first consumer: this pod.
 
 Filter (upstream's FindPodVolumes): the node must satisfy the node affinity of every bound
-claim's PersistentVolume; each claim that waits is either given an available volume that
+claim's PersistentVolume (an in-tree one's CSI translation on a node that migrated its
+plugin); each claim that waits is either given an available volume that
 fits it on this node (the smallest that matches class, size, access modes, volume mode,
 attributes class, selector and node affinity; one already pre-bound to the claim wins) or
 must be provisionable there (its class names a provisioner and its allowedTopologies admit

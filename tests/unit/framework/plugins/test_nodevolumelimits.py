@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from scheduler.clock import FakeClock
-from scheduler.config import SchedulerConfig
+from scheduler.config import SchedulerConfig, parse_config
 from scheduler.csimigration import Translated, migratable, translate
 from scheduler.decode import Document
 from scheduler.framework.interface import Code, CycleState, QueueingHint
@@ -94,9 +94,17 @@ def csi_volume(name: str, driver: str = DRIVER, handle: str = "") -> dict[str, A
     }
 
 
-def _core(*objects: dict[str, Any], nodes: tuple[str, ...] = ("n1", "n2")) -> SchedulerCore:
+def _core(
+    *objects: dict[str, Any],
+    nodes: tuple[str, ...] = ("n1", "n2"),
+    config: SchedulerConfig | None = None,
+) -> SchedulerCore:
     core = SchedulerCore(
-        SchedulerConfig(), FakeClock(), RecordingBinder(), RecordingRecorder(), rng=random.Random(0)
+        config or SchedulerConfig(),
+        FakeClock(),
+        RecordingBinder(),
+        RecordingRecorder(),
+        rng=random.Random(0),
     )
     for name in nodes:
         core.on_node_add(make_node(name).alloc(cpu="8", memory="8Gi", pods=110).record())
@@ -531,3 +539,12 @@ def test_simulate_reads_csinodes_and_volume_attachments_from_the_dump() -> None:
     assert simulate(docs, SchedulerConfig()).placements["default/p"] == "n2"
     docs = [d for d in docs if d.obj is not attachment]
     assert simulate(docs, SchedulerConfig()).placements["default/p"] == "n1"
+
+
+def test_the_plugin_is_in_the_default_filters_and_may_be_disabled() -> None:
+    objs = (csi_node("n1", csi_example_com=0), *bound_claims("a"))
+    assert _one(_core(*objs, nodes=("n1",)), using("p", "a")).outcome == "unschedulable"
+    disabled = {"plugins": {"filter": {"disabled": [{"name": "NodeVolumeLimits"}]}}}
+    config = parse_config({"profiles": [disabled]}, "sched.yaml")
+    assert "NodeVolumeLimits" not in config.filters
+    assert _one(_core(*objs, nodes=("n1",), config=config), using("p", "a")).outcome == "assumed"

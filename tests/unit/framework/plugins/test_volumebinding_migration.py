@@ -18,6 +18,7 @@ from scheduler.types import (
     csi_node_from_dict,
     pv_from_dict,
     pvc_from_dict,
+    storage_class_from_dict,
 )
 from tests.builders import make_node, make_pod
 from tests.unit.fakes import RecordingBinder, RecordingRecorder
@@ -167,3 +168,57 @@ def test_the_translated_affinity() -> None:
     azure["spec"]["azureDisk"] = {"diskName": "d", "diskURI": "/d"}
     parsed = pv_from_dict(azure)
     assert parsed.csi_affinity == parsed.node_affinity
+
+
+def test_pre_bind_checks_a_chosen_in_tree_volume_as_its_translation() -> None:
+    """As upstream's: FindMatchingVolume matches an available volume on its own terms, but
+    checkBindings translates it on a node that migrated its plugin, so a node with only the
+    Kubernetes zone label is chosen and then fails the binding (an upstream quirk, kept)."""
+    from tests.unit.framework.plugins.test_volumebinding_delayed import (
+        FakeClient,
+        _prebind,
+        claim,
+        klass,
+    )
+
+    client = FakeClient()
+    core = SchedulerCore(
+        SchedulerConfig(),
+        FakeClock(),
+        binder := RecordingBinder(),
+        RecordingRecorder(),
+        rng=random.Random(0),
+        api_client=client,
+    )
+    core.on_node_add(
+        make_node("n1").alloc(cpu="4", memory="8Gi", pods=110).label(GA_ZONE, "us-east-1a").record()
+    )
+    annotations = {"storage.alpha.kubernetes.io/migrated-plugins": "kubernetes.io/aws-ebs"}
+    core.on_volume_object_set(
+        csi_node_from_dict({"metadata": {"name": "n1", "annotations": annotations}, "spec": {}})
+    )
+    core.on_volume_object_set(storage_class_from_dict(klass()))
+    core.on_volume_object_set(pvc_from_dict(claim("data")))
+    available = ebs_volume("pv")
+    del available["spec"]["claimRef"]
+    available["spec"]["storageClassName"] = "local"
+    available["status"] = {"phase": "Available"}
+    available["metadata"]["resourceVersion"] = "10"
+    core.on_volume_object_set(pv_from_dict(available))
+    pod = make_pod("p").req(cpu="1")
+    pod.spec_field("volumes", [{"name": "v", "persistentVolumeClaim": {"claimName": "data"}}])
+    core.on_pod_add(pod.info())
+    r = core.schedule_one()
+    assert r is not None and (r.outcome, r.node) == ("assumed", "n1")
+    bound = {**available, "metadata": {**available["metadata"], "resourceVersion": "101"}}
+    bound["spec"] = {
+        **available["spec"],
+        "claimRef": {"namespace": "default", "name": "data", "uid": "uid-data"},
+    }
+    failed = _prebind(core, binder.cycles["default/p"], [[{**bound, "kind": "PersistentVolume"}]])
+    assert failed is not None
+    assert failed.message() == (
+        "running PreBind plugin VolumeBinding: "
+        'binding volumes: pv "pv" node affinity doesn\'t match node "n1": '
+        "no matching NodeSelectorTerms"
+    )

@@ -6,7 +6,8 @@ their meaning within a major version of this API (``API_VERSION``), whatever mov
 A plugin is a class constructed as ``Plugin(args)`` (``args``: its ``pluginConfig`` entry, a
 dict; raise ValueError naming the field for a bad one), or ``Plugin(args, handle)`` when it
 takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods, the
-snapshot's nodes, the live scheduler's API client and its event recorder), with a ``name``
+snapshot's nodes, the live scheduler's API client and its event recorder, and listers of
+the claims, volumes, storage classes, CSINodes and namespaces it watches), with a ``name``
 and any of the extension points below; the framework calls each on the scheduler's single
 thread.
 
@@ -64,7 +65,15 @@ from scheduler.framework.waiting_pods import (
     FrameworkHandle,
     WaitingPod,
 )
-from scheduler.types import NodeInfo, NodeRecord, PodInfo
+from scheduler.types import (
+    CSINodeInfo,
+    NodeInfo,
+    NodeRecord,
+    PodInfo,
+    PVCInfo,
+    PVInfo,
+    StorageClassInfo,
+)
 
 __all__ = [
     "API_VERSION",
@@ -75,6 +84,7 @@ __all__ = [
     "SUCCESS",
     "ApiCallError",
     "ApiClient",
+    "CSINodeInfo",
     "ClusterEvent",
     "Code",
     "CycleState",
@@ -83,12 +93,15 @@ __all__ = [
     "FrameworkHandle",
     "NodeInfo",
     "NodeRecord",
+    "PVCInfo",
+    "PVInfo",
     "PodInfo",
     "PostFilterResult",
     "PreFilterResult",
     "QueuedPodInfo",
     "QueueingHint",
     "Status",
+    "StorageClassInfo",
     "WaitingPod",
 ]
 

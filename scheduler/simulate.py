@@ -89,9 +89,17 @@ VOLUME_KINDS = (
     "VolumeAttachment",
     "CSIStorageCapacity",
 )
-KINDS = ("Node", "Pod", "PodDisruptionBudget", "PriorityClass", *SELECTOR_KINDS, *VOLUME_KINDS)
+KINDS = (
+    "Node",
+    "Pod",
+    "PodDisruptionBudget",
+    "PriorityClass",
+    "Namespace",
+    *SELECTOR_KINDS,
+    *VOLUME_KINDS,
+)
 DUMP_COMMAND = (
-    "kubectl get nodes,pods,pdb,priorityclasses,services,replicationcontrollers,"
+    "kubectl get namespaces,nodes,pods,pdb,priorityclasses,services,replicationcontrollers,"
     "replicasets,statefulsets,pvc,pv,storageclasses,csinodes,csidrivers,volumeattachments,"
     "csistoragecapacities -A -o json"
 )
@@ -202,6 +210,7 @@ class _Input:
     pdbs: dict[str, PDBInfo] = field(default_factory=dict)
     selectors: list[tuple[str, ServiceInfo | SelectorObject]] = field(default_factory=list)
     volumes: list[VolumeObject] = field(default_factory=list)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     placements: dict[str, str | None] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -232,6 +241,9 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
         elif kind == "PodDisruptionBudget":
             pdb = _guarded(d, decoder.pdb)
             inp.pdbs[pdb.key] = pdb
+        elif kind == "Namespace":
+            name, labels = _guarded(d, decoder.namespace)
+            inp.namespaces[name] = labels
         elif kind == "Service":
             inp.selectors.append((kind, _guarded(d, decoder.service)))
         elif kind in SELECTOR_KINDS:
@@ -326,6 +338,7 @@ class _Simulation:
             recorder=self.ports,
             actions=self.ports,
             rng=random.Random(seed),
+            namespace_labels=lambda ns: inp.namespaces.get(ns, {}),
         )
         # Time stands still here: the retry policy of the module docstring decides when a
         # pod of backoffQ goes again (it is this clock's PopFromBackoffQ), not the queue.

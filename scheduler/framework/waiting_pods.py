@@ -18,10 +18,13 @@ Keyed by pod UID, as upstream's ``GetWaitingPod``/``RejectWaitingPod``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.framework.interface import SUCCESS, Code, Status
-from scheduler.types import NodeInfo, PodInfo
+from scheduler.types import CSINodeInfo, NodeInfo, PodInfo, PVCInfo, PVInfo, StorageClassInfo
+
+if TYPE_CHECKING:  # the volume plugins import this module
+    from scheduler.framework.plugins.volumebinding import VolumeObjects
 
 __all__ = [
     "MAX_PERMIT_TIMEOUT_SECONDS",
@@ -257,7 +260,7 @@ class FrameworkHandle:
     client, the event recorder): given to a plugin whose class takes a second constructor
     argument, ``Plugin(args, handle)``."""
 
-    __slots__ = ("_client", "_events", "_node_infos", "_waiting")
+    __slots__ = ("_client", "_events", "_namespaces", "_node_infos", "_storage", "_waiting")
 
     def __init__(
         self,
@@ -265,11 +268,34 @@ class FrameworkHandle:
         node_infos: Callable[[], Sequence[NodeInfo]] = tuple,
         client: ApiClient | None = None,
         events: EventRecorder | None = None,
+        storage: VolumeObjects | None = None,
+        namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
     ) -> None:
         self._waiting = waiting
         self._node_infos = node_infos
         self._client = client
         self._events: EventRecorder = _NoEvents() if events is None else events
+        self._storage = storage
+        self._namespaces = namespace_labels
+
+    # Listers (upstream's SharedInformerFactory listers, for what the scheduler watches):
+    # the objects as the scheduler last heard of them from the API server, parsed (what the
+    # scheduler reads of them), never its own assumptions; None when it has no such object.
+    def persistent_volume_claim(self, namespace: str, name: str) -> PVCInfo | None:
+        return None if self._storage is None else self._storage.claims.get(f"{namespace}/{name}")
+
+    def persistent_volume(self, name: str) -> PVInfo | None:
+        return None if self._storage is None else self._storage.volumes.get(name)
+
+    def storage_class(self, name: str) -> StorageClassInfo | None:
+        return None if self._storage is None else self._storage.classes.get(name)
+
+    def csi_node(self, name: str) -> CSINodeInfo | None:
+        return None if self._storage is None else self._storage.csi_nodes.get(name)
+
+    def namespace_labels(self, name: str) -> Mapping[str, str]:
+        """A namespace's labels (empty for a namespace the scheduler does not know)."""
+        return {} if self._namespaces is None else self._namespaces(name)
 
     @property
     def client(self) -> ApiClient | None:

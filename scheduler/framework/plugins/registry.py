@@ -97,7 +97,14 @@ def build_framework(
     # an exception becomes an Error for that pod, never a stopped scheduler.
     # Plugins that take a FrameworkHandle share the framework's waiting pods through it.
     waiting = WaitingPods() if waiting_pods is None else waiting_pods
-    handle = FrameworkHandle(waiting, lambda: snapshot.node_info_list, api_client, event_recorder)
+    handle = FrameworkHandle(
+        waiting,
+        lambda: snapshot.node_info_list,
+        api_client,
+        event_recorder,
+        storage=volume_objects,
+        namespace_labels=namespace_labels,
+    )
     plugins += [
         guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree
     ]

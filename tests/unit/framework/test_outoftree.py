@@ -19,13 +19,18 @@ from scheduler.plugins import (
     SUCCESS,
     ClusterEvent,
     Code,
+    CSINodeInfo,
     CycleState,
     EventRegistration,
+    FrameworkHandle,
     NodeInfo,
     PodInfo,
+    PVCInfo,
+    PVInfo,
     QueuedPodInfo,
     QueueingHint,
     Status,
+    StorageClassInfo,
 )
 from scheduler.schedule_one import SchedulerCore
 from tests.builders import make_node, make_pod
@@ -1003,3 +1008,104 @@ def test_simulate_orders_its_queue_with_the_queue_sort_plugin(
     assert plain.placements == {"default/early": "n1", "default/late": None}
     ranked = _simulate(tmp_path, objs, _sort_config({"queueSort": RANK_SORT}))
     assert ranked.placements == {"default/early": None, "default/late": "n1"}
+
+
+class StorageAware:
+    """Filters out nodes whose zone differs from the ``zone`` label of the pod's first
+    claim's volume, read through the handle's listers, and pods in namespaces labelled
+    ``frozen``: a plugin reading what the scheduler watches."""
+
+    name = "StorageAware"
+
+    def __init__(self, args: Mapping[str, Any], handle: FrameworkHandle) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if self.handle.namespace_labels(pod.namespace).get("frozen") == "true":
+            return Status.unresolvable("namespace is frozen")
+        if not pod.claims:
+            return SUCCESS
+        claim: PVCInfo | None = self.handle.persistent_volume_claim(pod.namespace, pod.claims[0][0])
+        volume: PVInfo | None = (
+            None if claim is None else self.handle.persistent_volume(claim.volume_name)
+        )
+        klass: StorageClassInfo | None = self.handle.storage_class("standard")
+        csi: CSINodeInfo | None = self.handle.csi_node(node_info.name)
+        assert klass is not None and klass.provisioner == "example.com/x"
+        assert csi is None or csi.drivers == {"example.com/x": 3}
+        zone = None if volume is None else volume.labels.get("zone")
+        node = node_info.node
+        if zone is not None and node is not None and node.labels.get("zone") != zone:
+            return Status.unschedulable("volume elsewhere")
+        return SUCCESS
+
+
+def test_a_plugin_reads_claims_volumes_classes_csinodes_and_namespaces_through_its_handle(
+    tmp_path: Any,
+) -> None:
+    mod = types.ModuleType("storage_aware_plugin")
+    mod.StorageAware = StorageAware  # type: ignore[attr-defined]
+    sys.modules["storage_aware_plugin"] = mod
+    try:
+        cfg = parse_config(
+            {
+                "pluginModules": {"StorageAware": "storage_aware_plugin:StorageAware"},
+                "profiles": [{"plugins": {"filter": {"enabled": [{"name": "StorageAware"}]}}}],
+            },
+            "sched.yaml",
+        )
+        pod = make_pod("p").req(cpu="1").scheduler("py-scheduler")
+        pod.spec_field("volumes", [{"name": "v", "persistentVolumeClaim": {"claimName": "c"}}])
+        frozen = make_pod("f").namespace("cold").req(cpu="1").scheduler("py-scheduler")
+        objs = [
+            make_node("n1").label("zone", "a").obj(),
+            make_node("n2").label("zone", "b").obj(),
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": "cold", "labels": {"frozen": "true"}},
+            },
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "StorageClass",
+                "metadata": {"name": "standard"},
+                "provisioner": "example.com/x",
+            },
+            {
+                "apiVersion": "storage.k8s.io/v1",
+                "kind": "CSINode",
+                "metadata": {"name": "n2"},
+                "spec": {
+                    "drivers": [
+                        {"name": "example.com/x", "nodeID": "n2", "allocatable": {"count": 3}}
+                    ]
+                },
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": "pv", "labels": {"zone": "b"}},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "storageClassName": "",
+                    "hostPath": {"path": "/x"},
+                },
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {
+                    "name": "c",
+                    "namespace": "default",
+                    "annotations": {"pv.kubernetes.io/bind-completed": "yes"},
+                },
+                "spec": {"volumeName": "pv", "storageClassName": ""},
+            },
+            pod.obj(),
+            frozen.obj(),
+        ]
+        result = _simulate(tmp_path, objs, cfg)
+        assert result.placements["default/p"] == "n2"
+        assert result.placements["cold/f"] is None
+    finally:
+        del sys.modules["storage_aware_plugin"]

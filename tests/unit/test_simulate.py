@@ -978,3 +978,39 @@ def test_the_console_entry_prints_what_main_prints(
     )
     assert (proc.returncode, proc.stdout, proc.stderr) == (code, want.out, want.err)
     assert len(proc.stdout) > 65_536 or code
+
+
+def test_namespace_labels_from_the_dump_feed_namespace_selectors(sim: Any) -> None:
+    """Anti-affinity to app=x pods in namespaces labelled team=a: the bound one on n1 is in
+    such a namespace only if the dump's Namespace says so."""
+    term = {
+        "labelSelector": {"matchLabels": {"app": "x"}},
+        "namespaceSelector": {"matchLabels": {"team": "a"}},
+        "topologyKey": "kubernetes.io/hostname",
+    }
+    anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    # n1 is much the emptier: the scores pick it unless the filter rules it out.
+    nodes = [
+        make_node(n)
+        .alloc(cpu=cpu, memory="64Gi", pods="110")
+        .label("kubernetes.io/hostname", n)
+        .obj()
+        for n, cpu in (("n1", "64"), ("n2", "2"))
+    ]
+    there = make_pod("there").namespace("ns-a").label("app", "x").node("n1")
+    there = there.scheduler("default-scheduler").obj()
+    pod = pending("p").affinity(anti).obj()
+    namespace = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": "ns-a", "labels": {"team": "a"}},
+    }
+    for seed in range(4):
+        r = sim(*nodes, namespace, there, pod, args=("--seed", str(seed)))
+        assert r.code == 0, r.err
+        assert r.json["placements"] == {"default/p": "n2"}, seed
+    placed = {
+        sim(*nodes, there, pod, args=("--seed", str(s))).json["placements"]["default/p"]
+        for s in range(8)
+    }
+    assert placed == {"n1"}  # without it the term selects no pod: the emptier node

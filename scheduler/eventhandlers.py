@@ -139,7 +139,8 @@ class EventHandlers:
     # ------------------------------------------------------------------ volumes
     def volume_object(self, kind: str) -> Callable[[Delta[VolumeObject]], None]:
         """PersistentVolumeClaims, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers,
-        VolumeAttachments (the volume plugins'); ``kind`` names which (the event label)."""
+        VolumeAttachments, CSIStorageCapacities (the volume plugins'); ``kind`` names which
+        (the event label)."""
 
         def handle(d: Delta[VolumeObject]) -> None:
             t0 = time.perf_counter()

@@ -607,8 +607,9 @@ class SchedulerCore:
         return None if ni is None or ni.node is None else ni.node.labels
 
     def on_volume_object_set(self, obj: VolumeObject) -> None:
-        """A PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver or
-        VolumeAttachment was added or changed: the volume plugins read it, and the pods
+        """A PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode, CSIDriver,
+        VolumeAttachment or CSIStorageCapacity was added or changed: the volume plugins
+        read it, and the pods
         their hints wait for such an event are moved. As upstream's informers, only events
         some plugin registers for are raised (a VolumeAttachment's add or update, a
         CSIDriver's add, none)."""

@@ -20,9 +20,11 @@ Our extensions (not upstream fields), documented in docs/configuration.md:
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +39,15 @@ __all__ = [
     "DEFAULT_SCORE_WEIGHTS",
     "ConfigError",
     "DefaultPreemptionArgs",
+    "ExtenderConfig",
+    "ExtenderTLS",
     "LeaderElectionConfig",
     "NodeResourcesFitArgs",
     "SchedulerConfig",
     "SecureServing",
     "VolumeBindingArgs",
     "client_feature",
+    "extended_resource_name_problem",
     "load_config",
     "parse_config",
 ]
@@ -159,6 +164,43 @@ class SecureServing:
 
 
 @dataclass(frozen=True, slots=True)
+class ExtenderTLS:
+    """An extender's ``tlsConfig`` (client-go's TLSClientConfig fields; ``*Data`` decoded
+    from base64)."""
+
+    insecure: bool = False
+    server_name: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    ca_file: str = ""
+    cert_data: bytes = b""
+    key_data: bytes = b""
+    ca_data: bytes = b""
+
+
+DEFAULT_EXTENDER_TIMEOUT_SECONDS = 5.0  # upstream's DefaultExtenderTimeout
+
+
+@dataclass(frozen=True, slots=True)
+class ExtenderConfig:
+    """One entry of ``extenders`` (upstream's Extender): an HTTP service asked to filter,
+    score or bind. Verbs left empty are not called."""
+
+    url_prefix: str
+    filter_verb: str = ""
+    prioritize_verb: str = ""
+    bind_verb: str = ""
+    weight: int = 0
+    enable_https: bool = False
+    tls: ExtenderTLS | None = None
+    http_timeout: float = DEFAULT_EXTENDER_TIMEOUT_SECONDS
+    node_cache_capable: bool = False
+    # (name, ignoredByScheduler); empty: the extender is interested in every pod.
+    managed_resources: tuple[tuple[str, bool], ...] = ()
+    ignorable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     percentage_of_nodes_to_score: int = 0  # 0: upstream's adaptive default
@@ -192,6 +234,9 @@ class SchedulerConfig:
     http_bind_address: str = "127.0.0.1"
     http_port: int = 10260
     secure_serving: SecureServing = SecureServing()
+    # Every profile's extenders (top-level ``extenders``), the ignorable ones last as
+    # upstream calls them.
+    extenders: tuple[ExtenderConfig, ...] = ()
     # Out-of-tree plugins of the profile (docs/plugins.md): (name, class, args), in the
     # order they were enabled; their extension points are named in filters/scores/...
     out_of_tree: tuple[tuple[str, type, Mapping[str, Any]], ...] = ()
@@ -332,6 +377,7 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             "httpPort",
             "secureServing",
             "pluginModules",
+            "extenders",
         },
     )
     if top.get("apiVersion", API_VERSION) != API_VERSION:
@@ -490,9 +536,174 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
                     f"the args of queue sort plugin {pkw['queue_sort']} must be the same for "
                     "all profiles",
                 )
+    if "extenders" in top:
+        extenders = _extenders(r, top["extenders"])
+        kw["extenders"] = extenders
+        # As upstream's buildExtenders: the extended resources an extender manages with
+        # ignoredByScheduler become every profile's NodeResourcesFit ignoredResources
+        # (in place of the args' own list).
+        ignored = tuple(n for e in extenders for n, skip in e.managed_resources if skip)
+        if ignored:
+            for pkw in parsed:
+                fit = pkw.get("fit", NodeResourcesFitArgs())
+                pkw["fit"] = replace(fit, ignored_resources=ignored)
     # A profile's own fields (its percentageOfNodesToScore among them) over the top level's.
     others = tuple(SchedulerConfig(**{**kw, **pkw}) for pkw in parsed[1:])
     return SchedulerConfig(**{**kw, **parsed[0]}, more_profiles=others)
+
+
+_EXTENDER_FIELDS = {
+    "urlPrefix",
+    "filterVerb",
+    "preemptVerb",
+    "prioritizeVerb",
+    "weight",
+    "bindVerb",
+    "enableHTTPS",
+    "tlsConfig",
+    "httpTimeout",
+    "nodeCacheCapable",
+    "managedResources",
+    "ignorable",
+}
+_TLS_FIELDS = {
+    "insecure",
+    "serverName",
+    "certFile",
+    "keyFile",
+    "caFile",
+    "certData",
+    "keyData",
+    "caData",
+}
+# apimachinery's IsQualifiedName: [DNS subdomain prefix "/"] name (63 at most).
+_QUALIFIED_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def extended_resource_name_problem(name: str) -> str | None:
+    """Why ``name`` is not an extended resource name (upstream's
+    validateExtendedResourceName: a qualified name outside the kubernetes.io domain, not
+    starting ``requests.``, that stays qualified with ``requests.`` in front), or None."""
+    prefix, slash, local = name.rpartition("/")
+    if not slash:
+        return "is an invalid extended resource name (it needs a domain: example.com/name)"
+    if (
+        not _DNS_SUBDOMAIN.fullmatch(prefix)
+        or len(prefix) > 253
+        or not _QUALIFIED_NAME.fullmatch(local)
+        or len(local) > 63
+    ):
+        return "must be a qualified name: a DNS subdomain, '/', then 63 characters at most"
+    if "kubernetes.io/" in name or name.startswith("requests."):
+        return "is an invalid extended resource name"
+    quota = f"requests.{prefix}"
+    if len(quota) > 253 or not _DNS_SUBDOMAIN.fullmatch(quota):
+        return "is an invalid extended resource name"
+    return None
+
+
+def _extenders(r: _Reader, raw: Any) -> tuple[ExtenderConfig, ...]:
+    """``extenders``, validated as upstream's validateExtenders (a positive weight with a
+    prioritize verb, one binder at most, managed resources extended and named once),
+    plus what upstream finds out only when calling: an http(s) URL. Ignorable ones last."""
+    if not isinstance(raw, list):
+        raise r.fail("extenders", f"expected a list of extenders, got {type(raw).__name__}")
+    out: list[ExtenderConfig] = []
+    binders: list[int] = []
+    managed: set[str] = set()
+    for i, item in enumerate(raw):
+        at = f"extenders[{i}]"
+        e = r.mapping(item, at, _EXTENDER_FIELDS)
+        url = r.string(e.get("urlPrefix"), f"{at}.urlPrefix")
+        if not url.startswith(("http://", "https://")):
+            raise r.fail(f"{at}.urlPrefix", f"expected an http:// or https:// URL, got {url!r}")
+        if "preemptVerb" in e:
+            raise r.fail(
+                f"{at}.preemptVerb",
+                "not supported: py-scheduler does not call extenders during preemption "
+                "(docs/configuration.md, Extenders)",
+            )
+        verbs = {
+            k: r.string(e[k], f"{at}.{k}") if k in e else ""
+            for k in ("filterVerb", "prioritizeVerb", "bindVerb")
+        }
+        weight = r.integer(e.get("weight", 0), f"{at}.weight")
+        if verbs["prioritizeVerb"] and weight <= 0:
+            raise r.fail(f"{at}.weight", f"{weight}: must have a positive weight applied to it")
+        if verbs["bindVerb"]:
+            binders.append(i)
+        resources: list[tuple[str, bool]] = []
+        mr = e.get("managedResources") or []
+        if not isinstance(mr, list):
+            raise r.fail(f"{at}.managedResources", "expected a list")
+        for j, res in enumerate(mr):
+            rp = f"{at}.managedResources[{j}]"
+            rm = r.mapping(res, rp, {"name", "ignoredByScheduler"})
+            name = r.string(rm.get("name"), f"{rp}.name")
+            problem = extended_resource_name_problem(name)
+            if problem is not None:
+                raise r.fail(f"{rp}.name", f"{name!r} {problem}")
+            if name in managed:
+                raise r.fail(f"{rp}.name", f"{name!r}: duplicate extender managed resource name")
+            managed.add(name)
+            skip = r.boolean(rm.get("ignoredByScheduler", False), f"{rp}.ignoredByScheduler")
+            resources.append((name, skip))
+        https = r.boolean(e.get("enableHTTPS", False), f"{at}.enableHTTPS")
+        tls = _extender_tls(r, e["tlsConfig"], f"{at}.tlsConfig") if "tlsConfig" in e else None
+        timeout = DEFAULT_EXTENDER_TIMEOUT_SECONDS
+        if "httpTimeout" in e:
+            timeout = r.duration(e["httpTimeout"], f"{at}.httpTimeout") or timeout
+        out.append(
+            ExtenderConfig(
+                url_prefix=url,
+                filter_verb=verbs["filterVerb"],
+                prioritize_verb=verbs["prioritizeVerb"],
+                bind_verb=verbs["bindVerb"],
+                weight=weight,
+                enable_https=https,
+                tls=tls,
+                http_timeout=timeout,
+                node_cache_capable=r.boolean(
+                    e.get("nodeCacheCapable", False), f"{at}.nodeCacheCapable"
+                ),
+                managed_resources=tuple(resources),
+                ignorable=r.boolean(e.get("ignorable", False), f"{at}.ignorable"),
+            )
+        )
+    if len(binders) > 1:
+        raise r.fail(
+            "extenders",
+            f"found {len(binders)} extenders implementing bind "
+            f"(extenders{binders}): only one extender can implement bind",
+        )
+    return tuple(sorted(out, key=lambda x: x.ignorable))  # stable: ignorable ones last
+
+
+def _extender_tls(r: _Reader, raw: Any, path: str) -> ExtenderTLS:
+    t = r.mapping(raw, path, _TLS_FIELDS)
+
+    def text(k: str) -> str:
+        return r.string(t[k], f"{path}.{k}") if k in t else ""
+
+    def data(k: str) -> bytes:
+        if k not in t:
+            return b""
+        try:
+            return base64.b64decode(r.string(t[k], f"{path}.{k}"), validate=True)
+        except binascii.Error as e:
+            raise r.fail(f"{path}.{k}", f"expected base64 (as the field is []byte): {e}") from e
+
+    return ExtenderTLS(
+        insecure=r.boolean(t.get("insecure", False), f"{path}.insecure"),
+        server_name=text("serverName"),
+        cert_file=text("certFile"),
+        key_file=text("keyFile"),
+        ca_file=text("caFile"),
+        cert_data=data("certData"),
+        key_data=data("keyData"),
+        ca_data=data("caData"),
+    )
 
 
 def _plugin_args(pkw: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:

@@ -27,27 +27,38 @@ forces that path (the equivalence tests compare the two).
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar, overload
+from typing import Literal, Protocol, TypeVar, overload
 
 import numpy as np
 
 from scheduler.backend.cache import Cache, Snapshot
 from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray
 from scheduler.backend.queue import PriorityQueue, QueuedPodInfo
+from scheduler.backend.queue.events import ANY
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
+from scheduler.framework.extender import (
+    EXTENDER_NAME,
+    MAX_EXTENDER_PRIORITY,
+    Extender,
+    ExtenderError,
+)
 from scheduler.framework.interface import (
     CODE_NAMES,
+    MAX_NODE_SCORE,
     ClusterEvent,
     Code,
     CycleState,
     Diagnosis,
+    EventRegistration,
     FilterPlugin,
     NodeScore,
+    PreFilterResult,
     Status,
 )
 from scheduler.framework.outoftree import PluginRaised
@@ -102,6 +113,14 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
 _R = TypeVar("_R")
+
+
+def _extender_log(event: str, level: str = "info", **kw: object) -> None:
+    import structlog  # here: only extenders log from the core (simulate stays lean)
+
+    getattr(structlog.get_logger("py-scheduler"), level)(event, **kw)
+
+
 # The cluster event resource of each storage object (upstream's ClusterEvent resources).
 _VOLUME_RESOURCES: dict[type, str] = {
     PVCInfo: "PersistentVolumeClaim",
@@ -354,6 +373,9 @@ class SchedulerCore:
     # The recorder of each profile's FrameworkHandle, by profile name (the live
     # scheduler's: its events name that profile); None: ``event_recorder`` for every one.
     profile_recorders: Callable[[str], EventRecorder] | None = None
+    # Scheduler extenders (scheduler/framework/extender.py), in the order they are asked;
+    # with any, cycles run through ``schedule_one_async``.
+    extenders: Sequence[Extender] = ()
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -401,6 +423,10 @@ class SchedulerCore:
                 volumes=self.volumes,
             )
             ev.fast_dry_run = self.vectorized
+            if self.extenders:
+                # Extenders have no hints: a pod they turned nodes down for waits for any
+                # cluster event (upstream's defaultEnqueueExtension for ExtenderName).
+                fw.hints[EXTENDER_NAME] = [EventRegistration(ClusterEvent(ANY, ANY))]
             self.profiles[profile.scheduler_name] = (fw, ev)
         # The framework, evaluator and profile of the pod in the cycle (``use_profile_of``;
         # the first profile's until the first cycle); outside a cycle, ask
@@ -421,6 +447,9 @@ class SchedulerCore:
         # change the decisions' random draws (ties, offsets).
         self._sampler = random.Random()
         self._binding: dict[str, _Binding] = {}
+        # Whether an extender filters or scores: then Filter looks for more than one node
+        # even without Score plugins (upstream's hasExtenderFilters / hasScoring).
+        self._extenders_look = any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
 
     # ================================================================== cluster events
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -616,16 +645,18 @@ class SchedulerCore:
         old = self.volumes.set(obj)
         action = "Add" if old is None else "Update"
         resource = _VOLUME_RESOURCES[type(obj)]
-        if resource == "VolumeAttachment" or (resource == "CSIDriver" and old is None):
-            return
+        if not self.extenders and (
+            resource == "VolumeAttachment" or (resource == "CSIDriver" and old is None)
+        ):
+            return  # (with extenders every event is registered, as upstream)
         self.queue.move_all_to_active_or_backoff(ClusterEvent(resource, action), old, obj)
 
     def on_volume_object_delete(self, obj: VolumeObject) -> None:
         """One of those objects was deleted; only a VolumeAttachment's deletion is an
-        event (NodeVolumeLimits': an attachment freed on a node)."""
+        event (NodeVolumeLimits': an attachment freed on a node), or any with extenders."""
         self.volumes.delete(obj)
-        if isinstance(obj, VolumeAttachmentInfo):
-            event = ClusterEvent("VolumeAttachment", "Delete")
+        if isinstance(obj, VolumeAttachmentInfo) or self.extenders:
+            event = ClusterEvent(_VOLUME_RESOURCES[type(obj)], "Delete")
             self.queue.move_all_to_active_or_backoff(event, obj, None)
 
     # ================================================================== periodic work
@@ -641,6 +672,53 @@ class SchedulerCore:
 
     # ================================================================== one cycle
     def schedule_one(self) -> CycleResult | None:
+        """One scheduling cycle (None: no pod to schedule). With extenders configured,
+        ``schedule_one_async`` instead: their calls are awaited inside the cycle."""
+        if self.extenders:
+            raise TypeError("extenders are configured: await schedule_one_async()")
+        begun = self._begin_cycle()
+        if not isinstance(begun, tuple):
+            return begun
+        qpi, state = begun
+        started = time.perf_counter()
+        try:
+            try:
+                placed = self._schedule_pod(state, qpi.pod)
+            except PluginRaised as e:
+                raise _CycleError(str(e)) from e
+            finally:
+                self._algorithm_done(started)
+        except (_FitError, _NoNodesError, _CycleError) as e:
+            return self._cycle_failed(qpi, state, e)
+        return self._assume_and_bind(qpi, state, *placed)
+
+    async def schedule_one_async(self) -> CycleResult | None:
+        """``schedule_one`` awaiting the extenders' filter and prioritize calls. While it
+        waits, the cache may change (informer deltas, binding outcomes): the cycle reads
+        only its snapshot, taken at its start, as upstream's does."""
+        begun = self._begin_cycle()
+        if not isinstance(begun, tuple):
+            return begun
+        qpi, state = begun
+        started = time.perf_counter()
+        try:
+            try:
+                placed = await self._schedule_pod_async(state, qpi.pod)
+            except PluginRaised as e:
+                raise _CycleError(str(e)) from e
+            finally:
+                self._algorithm_done(started)
+        except (_FitError, _NoNodesError, _CycleError) as e:
+            return self._cycle_failed(qpi, state, e)
+        if self.cache.get_pod(qpi.pod.key) is not None:
+            # Bound (by another scheduler, say) while the extenders answered.
+            self.queue.done(qpi.pod.key)
+            return CycleResult(qpi.pod, "skipped")
+        return self._assume_and_bind(qpi, state, *placed)
+
+    def _begin_cycle(self) -> tuple[QueuedPodInfo, CycleState] | CycleResult | None:
+        """Pop the next pod and set the cycle up: (its queue entry, the cycle's state), a
+        skipped result, or None when no pod is ready."""
         qpi = self.queue.pop()
         if qpi is None:
             return None
@@ -654,31 +732,36 @@ class SchedulerCore:
         obs = self.observer
         if obs is not None and self._sampler.randrange(100) < PLUGIN_METRICS_SAMPLE_PERCENT:
             state.plugin_timer = obs.plugin_execution
-        started = time.perf_counter()
-        try:
+        return qpi, state
+
+    def _algorithm_done(self, started: float) -> None:
+        if self.observer is not None:
+            self.observer.algorithm_duration(time.perf_counter() - started)
+
+    def _cycle_failed(
+        self, qpi: QueuedPodInfo, state: CycleState, e: _FitError | _NoNodesError | _CycleError
+    ) -> CycleResult:
+        pod = qpi.pod
+        if isinstance(e, _FitError):
             try:
-                host, evaluated, feasible = self._schedule_pod(state, pod)
-            except PluginRaised as e:
-                raise _CycleError(str(e)) from e
-            finally:
-                if obs is not None:
-                    obs.algorithm_duration(time.perf_counter() - started)
-        except _FitError as fe:
-            try:
-                return self._handle_fit_error(qpi, state, fe.diagnosis)
-            except PluginRaised as e:  # a Score hook of a preemption plugin, say
+                return self._handle_fit_error(qpi, state, e.diagnosis)
+            except PluginRaised as raised:  # a Score hook of a preemption plugin, say
                 qpi.errored = True
-                self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(e), "")
-                return CycleResult(pod, "error", message=str(e), nominated_node="")
-        except _NoNodesError:
+                self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(raised), "")
+                return CycleResult(pod, "error", message=str(raised), nominated_node="")
+        if isinstance(e, _NoNodesError):
             # No rejecting plugin: the queue retries it after backoff (or on any event).
             self._record_failure(qpi, REASON_UNSCHEDULABLE, ERR_NO_NODES, "")
             return CycleResult(pod, "unschedulable", message=ERR_NO_NODES, nominated_node="")
-        except _CycleError as e:
-            # As upstream, an error clears the nomination (clearNominatedNode).
-            qpi.errored = True
-            self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(e), "")
-            return CycleResult(pod, "error", message=str(e), nominated_node="")
+        # As upstream, an error clears the nomination (clearNominatedNode).
+        qpi.errored = True
+        self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(e), "")
+        return CycleResult(pod, "error", message=str(e), nominated_node="")
+
+    def _assume_and_bind(
+        self, qpi: QueuedPodInfo, state: CycleState, host: str, evaluated: int, feasible: int
+    ) -> CycleResult:
+        pod = qpi.pod
         # Assume: the pod counts on the host from now on; its nomination is spent.
         assumed = self.cache.assume_pod(pod, host)
         self.queue.nominator.delete_nominated_pod_if_exists(pod.key)
@@ -699,7 +782,8 @@ class SchedulerCore:
             fw.reserve_plugins or fw.permit_plugins or fw.pre_bind_plugins or fw.post_bind_plugins
         )
         self._binding[pod.key] = _Binding(qpi, host, fw, state if plugged else None, waiting)
-        if waiting is not None or fw.bind_plugins or fw.pre_bind_wanted(state):
+        binders = [e for e in self.extenders if e.is_binder() and e.is_interested(pod)]
+        if waiting is not None or fw.bind_plugins or binders or fw.pre_bind_wanted(state):
             self.binder.bind(
                 assumed,
                 host,
@@ -723,8 +807,8 @@ class SchedulerCore:
                     permit_timeout=self._permit_timeout(waiting),
                     expire=self.expire_waiting,
                     bind=(
-                        (lambda: self._timed_bind_async(fw, state, assumed, host))
-                        if fw.bind_plugins
+                        (lambda: self._bind_step(fw, binders, state, assumed, host))
+                        if fw.bind_plugins or binders
                         else None
                     ),
                 ),
@@ -836,6 +920,29 @@ class SchedulerCore:
             )
         return st
 
+    async def _bind_step(
+        self,
+        fw: Framework,
+        binders: Sequence[Extender],
+        state: CycleState,
+        pod: PodInfo,
+        node: str,
+    ) -> Status:
+        """Upstream's bind: an interested binder extender binds (an ignorable one that
+        fails passes the turn on), else the Bind plugins, else DefaultBinder (SKIP)."""
+        for ext in binders:
+            try:
+                await ext.bind(pod, node)
+            except ExtenderError as e:
+                if ext.ignorable:
+                    _extender_log("extender_skipped", extender=ext.name, pod=pod.key, error=str(e))
+                    continue
+                return Status.error(str(e))
+            return Status()
+        if fw.bind_plugins:
+            return await self._timed_bind_async(fw, state, pod, node)
+        return Status(Code.SKIP)
+
     async def _timed_bind_async(
         self, fw: Framework, state: CycleState, pod: PodInfo, node: str
     ) -> Status:
@@ -897,33 +1004,160 @@ class SchedulerCore:
         n = self.snapshot.num_nodes()
         if n == 0:
             raise _NoNodesError(ERR_NO_NODES)
-        obs = self.observer
         feasible, rows, diagnosis = self._find_feasible(state, pod)
         if not feasible:
             raise _FitError(diagnosis)
         evaluated = len(diagnosis.node_to_status) + len(feasible)
         if len(feasible) == 1:
             return feasible[0].name, evaluated, 1
-        fw = self.framework
+        self._pre_score(state, pod, feasible, rows)
+        return self._score_and_select(state, pod, feasible, rows, None), evaluated, len(feasible)
+
+    async def _schedule_pod_async(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
+        """``_schedule_pod`` with the extenders (upstream's schedulePod with
+        findNodesThatPassExtenders and prioritizeNodes' extender part)."""
+        if self.snapshot.num_nodes() == 0:
+            raise _NoNodesError(ERR_NO_NODES)
+        interested = [e for e in self.extenders if e.is_interested(pod)]
+        pre_result, diagnosis = self._pre_filter(state, pod)
+        feasible: Sequence[NodeInfo] = []
+        rows: IntpArray | None = None
+        if pre_result is not False:
+            nominated = self._nominated_fit(state, pod)
+            if nominated is not None:
+                feasible = await self._extenders_filter(pod, interested, [nominated], diagnosis)
+            if not feasible:
+                found, rows, diagnosis = self._filter_all(state, pod, pre_result, diagnosis)
+                feasible = await self._extenders_filter(pod, interested, found, diagnosis)
+                if len(feasible) != len(found):
+                    # Extenders rejected nodes: any cluster event may change their mind.
+                    diagnosis.unschedulable_plugins.add(EXTENDER_NAME)
+                    if rows is not None:
+                        kept = {ni.name for ni in feasible}
+                        rows = rows[[i for i, ni in enumerate(found) if ni.name in kept]]
+        if not feasible:
+            raise _FitError(diagnosis)
+        evaluated = len(diagnosis.node_to_status) + len(feasible)
+        if len(feasible) == 1:
+            return feasible[0].name, evaluated, 1
+        self._pre_score(state, pod, feasible, rows)
+        extra = await self._extenders_prioritize(pod, interested, feasible)
+        return self._score_and_select(state, pod, feasible, rows, extra), evaluated, len(feasible)
+
+    def _pre_score(
+        self, state: CycleState, pod: PodInfo, feasible: Sequence[NodeInfo], rows: IntpArray | None
+    ) -> None:
+        obs = self.observer
         t0 = time.perf_counter()
         state.feasible_rows = rows
-        st = fw.run_pre_score(state, pod, feasible, self.snapshot)
+        st = self.framework.run_pre_score(state, pod, feasible, self.snapshot)
         if obs is not None:
             status = "Success" if st.is_success() else "Error"
             obs.extension_point("PreScore", status, time.perf_counter() - t0, pod.scheduler_name)
         if not st.is_success():
             raise _CycleError(f"running PreScore plugin {st.plugin}: {st.message()}")
+
+    def _score_and_select(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        feasible: Sequence[NodeInfo],
+        rows: IntpArray | None,
+        extra: Mapping[str, int] | None,
+    ) -> str:
+        """Score (the bulk totals when the plugins give them), add the extenders' scores
+        (``extra``, by node name), and draw the host among the best."""
+        fw = self.framework
         t0 = time.perf_counter()
         host = ""
         if rows is not None:
             totals = fw.run_score_batch(state, pod, self.snapshot, rows)
             if totals is not None:
+                if extra:
+                    totals = totals + np.array(
+                        [extra.get(ni.name, 0) for ni in feasible], dtype=np.int64
+                    )
                 host = self._select_host_batch(feasible, totals)
         if not host:
-            host = self._select_host(fw.run_score(state, pod, feasible))
-        if obs is not None:
-            obs.extension_point("Score", "Success", time.perf_counter() - t0, pod.scheduler_name)
-        return host, evaluated, len(feasible)
+            scores = fw.run_score(state, pod, feasible)
+            if extra:
+                scores = [NodeScore(ns.name, ns.score + extra.get(ns.name, 0)) for ns in scores]
+            host = self._select_host(scores)
+        if self.observer is not None:
+            self.observer.extension_point(
+                "Score", "Success", time.perf_counter() - t0, pod.scheduler_name
+            )
+        return host
+
+    async def _extenders_filter(
+        self,
+        pod: PodInfo,
+        extenders: Sequence[Extender],
+        nodes: Sequence[NodeInfo],
+        diagnosis: Diagnosis,
+    ) -> Sequence[NodeInfo]:
+        """Upstream's findNodesThatPassExtenders: each filtering extender in turn narrows
+        ``nodes``; the nodes it turns down get its message as their status."""
+        for ext in extenders:
+            if not nodes:
+                break
+            if not ext.is_filter():
+                continue
+            try:
+                result = await ext.filter(pod, nodes)
+            except ExtenderError as e:
+                if ext.ignorable:
+                    _extender_log("extender_skipped", extender=ext.name, pod=pod.key, error=str(e))
+                    continue
+                raise _CycleError(str(e)) from e
+            by_name = {ni.name: ni for ni in nodes}
+            unknown = [n for n in result.nodes if n not in by_name]
+            if unknown:
+                message = (
+                    f"extender {ext.name!r} claims a filtered node {unknown[0]!r} which is "
+                    "not found in the input node list"
+                )
+                if ext.ignorable:
+                    _extender_log("extender_skipped", extender=ext.name, pod=pod.key, error=message)
+                    continue
+                raise _CycleError(message)
+            statuses = diagnosis.node_to_status
+            for name, message in result.failed_and_unresolvable.items():
+                statuses[name] = Status.unresolvable(message)
+            for name, message in result.failed.items():
+                if name not in result.failed_and_unresolvable:
+                    statuses[name] = Status.unschedulable(message)
+            kept = set(result.nodes)
+            nodes = [ni for ni in nodes if ni.name in kept]
+        return nodes
+
+    async def _extenders_prioritize(
+        self, pod: PodInfo, extenders: Sequence[Extender], nodes: Sequence[NodeInfo]
+    ) -> dict[str, int]:
+        """Upstream's prioritizeNodes, extender part: every prioritizing extender at once;
+        each score scaled to the plugins' range and weighted, summed by node name. An
+        extender that fails gives no score."""
+        calls = [e for e in extenders if e.is_prioritizer()]
+        if not calls:
+            return {}
+        answers = await asyncio.gather(
+            *(e.prioritize(pod, nodes) for e in calls), return_exceptions=True
+        )
+        feasible = {ni.name for ni in nodes}
+        extra: dict[str, int] = {}
+        scale = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY
+        for ext, answer in zip(calls, answers, strict=True):
+            if isinstance(answer, BaseException):
+                if not isinstance(answer, ExtenderError):
+                    raise answer
+                _extender_log(
+                    "extender_prioritize_failed", "debug", extender=ext.name, error=str(answer)
+                )
+                continue
+            for name, score in answer:
+                if name in feasible:
+                    extra[name] = extra.get(name, 0) + score * ext.weight * scale
+        return extra
 
     def _select_host(self, scores: list[NodeScore]) -> str:
         best = ""
@@ -982,6 +1216,19 @@ class SchedulerCore:
         """PreFilter, the nominated node, then Filter from ``next_start_node_index`` until
         enough feasible nodes are found. Also returns the feasible nodes' rows in the
         snapshot when the bulk path found them (None otherwise)."""
+        pre_result, diagnosis = self._pre_filter(state, pod)
+        if pre_result is False:
+            return [], None, diagnosis
+        nominated = self._nominated_fit(state, pod)
+        if nominated is not None:
+            return [nominated], None, diagnosis
+        return self._filter_all(state, pod, pre_result, diagnosis)
+
+    def _pre_filter(
+        self, state: CycleState, pod: PodInfo
+    ) -> tuple[PreFilterResult | Literal[False] | None, Diagnosis]:
+        """PreFilter: (its result, the diagnosis so far); the result is False when it
+        rejected the pod (every node then has its status)."""
         fw = self.framework
         snap = self.snapshot
         nodes = snap.node_info_list
@@ -1001,11 +1248,17 @@ class SchedulerCore:
                 diagnosis.node_to_status[ni.name] = st
             if st.plugin:
                 diagnosis.unschedulable_plugins.add(st.plugin)
-            return [], None, diagnosis
-        # The nominated node first: if it still fits, take it without looking further.
+            return False, diagnosis
+        return pre_result, diagnosis
+
+    def _nominated_fit(self, state: CycleState, pod: PodInfo) -> NodeInfo | None:
+        """The pod's nominated node when it still passes the Filter plugins (taken then
+        without looking further), else None."""
+        fw = self.framework
+        obs = self.observer
         nominated = self.queue.nominator.nominated_node(pod.key) or pod.nominated_node_name
         if nominated:
-            nominated_info = snap.get(nominated)
+            nominated_info = self.snapshot.get(nominated)
             if nominated_info is not None and nominated_info.node is not None:
                 t0 = time.perf_counter()
                 st = fw.run_filter_with_nominated_pods(state, pod, nominated_info)
@@ -1015,9 +1268,23 @@ class SchedulerCore:
                         "Filter", code, time.perf_counter() - t0, pod.scheduler_name
                     )
                 if st.is_success():
-                    return [nominated_info], None, diagnosis
+                    return nominated_info
                 if st.code == Code.ERROR:
                     raise _CycleError(f"running Filter plugin {st.plugin}: {st.message()}")
+        return None
+
+    def _filter_all(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        pre_result: PreFilterResult | None,
+        diagnosis: Diagnosis,
+    ) -> tuple[Sequence[NodeInfo], IntpArray | None, Diagnosis]:
+        """Filter over the nodes PreFilter left, from ``next_start_node_index``."""
+        fw = self.framework
+        snap = self.snapshot
+        nodes = snap.node_info_list
+        obs = self.observer
         restricted = pre_result is not None and pre_result.node_names is not None
         if pre_result is not None and pre_result.node_names is not None:
             # Upstream's schedule_one findNodesThatFitPod: nodes outside the PreFilter result
@@ -1036,8 +1303,10 @@ class SchedulerCore:
         if total == 0:
             return [], None, diagnosis
         want = num_feasible_nodes_to_find(self.profile_config.percentage_of_nodes_to_score, total)
-        if not fw.score_plugins:
-            want = 1  # nothing would tell feasible nodes apart: take the first (upstream)
+        if not fw.score_plugins and not self._extenders_look:
+            # Nothing would tell feasible nodes apart (no Score plugin, no extender that
+            # filters or scores): take the first (upstream).
+            want = 1
         start = self.next_start_node_index % total
         # Upstream's findNodesThatPassFilters times the Filter point over all the nodes it
         # checks: "Success" whether or not one fits, "Error" when a plugin failed.

@@ -16,13 +16,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import structlog
 
 from scheduler.clock import Clock, RealClock
 from scheduler.config import SchedulerConfig
+from scheduler.framework.extender import Extender
 from scheduler.framework.preemption import PreemptionActions
 from scheduler.framework.waiting_pods import ApiClient, EventRecorder
 from scheduler.logging import v
@@ -74,6 +75,7 @@ class Scheduler:
         api_client: ApiClient | None = None,
         event_recorder: EventRecorder | None = None,
         profile_recorders: Callable[[str], EventRecorder] | None = None,
+        extenders: Sequence[Extender] = (),
     ) -> None:
         self.config = config
         self.identity = identity
@@ -103,6 +105,7 @@ class Scheduler:
             api_client=api_client,
             event_recorder=event_recorder,
             profile_recorders=profile_recorders,
+            extenders=extenders,
         )
 
     # ================================================================== state
@@ -169,7 +172,16 @@ class Scheduler:
             if writes is not None:
                 writes.begin_cycle()
             try:
-                result = self.core.schedule_one()
+                if self.core.extenders:
+                    # Waiting for an extender's answer is not a stall (as _api_wait).
+                    self._api_waits += 1
+                    try:
+                        result = await self.core.schedule_one_async()
+                    finally:
+                        self._api_waits -= 1
+                        self.last_loop_tick = time.monotonic()
+                else:
+                    result = self.core.schedule_one()
             finally:
                 written = None if writes is None else writes.end_cycle()
             if result is None:

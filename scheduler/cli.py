@@ -133,6 +133,10 @@ def _start(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args.config)
+        if config.extenders:
+            from scheduler.kube.extender import check_tls
+
+            check_tls(config.extenders, str(args.config))
         watch_list = client_feature("WatchListClient", os.environ)
     except ConfigError as e:
         print(f"py-scheduler: invalid configuration: {e}", file=sys.stderr)

@@ -134,12 +134,17 @@ class Store(Generic[T]):
         decode: Callable[[Raw], T],
         on_error: Callable[[Raw, Exception], None],
         errors: tuple[type[Exception], ...] = (ValueError,),
+        keep_raw: Callable[[Raw], bool] | None = None,
     ) -> None:
         self.namespaced = namespaced
         self.decode = decode
         self.on_error = on_error
         self.errors = errors
         self._items: dict[str, _Entry[T]] = {}
+        # The raw form of the objects ``keep_raw`` accepts (scheduler extenders are sent
+        # whole objects); None: only records are kept, as for every kind by default.
+        self.keep_raw = keep_raw
+        self._raw: dict[str, Raw] = {}
 
     def __len__(self) -> int:
         return len(self._items)
@@ -156,6 +161,18 @@ class Store(Generic[T]):
 
     def values(self) -> Iterator[T]:
         return (e.obj for e in self._items.values() if e.obj is not None)
+
+    def raw(self, key: str) -> Raw | None:
+        """The object as last received, when ``keep_raw`` accepted it (else None)."""
+        return self._raw.get(key)
+
+    def _remember(self, key: str, raw: Raw | None, decoded: bool) -> None:
+        if self.keep_raw is None:
+            return
+        if raw is not None and decoded and self.keep_raw(raw):
+            self._raw[key] = raw
+        else:
+            self._raw.pop(key, None)
 
     def _decode(self, raw: Raw) -> T | None:
         try:
@@ -174,6 +191,7 @@ class Store(Generic[T]):
             if old is None or (old.uid and uid and old.uid != uid):
                 return []  # never knew it, or a deletion of an older incarnation
             del self._items[key]
+            self._remember(key, None, False)
             return [] if old.obj is None else [Deleted(old.obj)]
         return self._upsert(key, uid, rv, raw, old)
 
@@ -194,7 +212,9 @@ class Store(Generic[T]):
     ) -> list[Delta[T]]:
         if self._unchanged(key, uid, rv, old):
             return []
-        return self._put(key, uid, rv, self._decode(raw), old)
+        obj = self._decode(raw)
+        self._remember(key, raw, obj is not None)
+        return self._put(key, uid, rv, obj, old)
 
     def _put(
         self, key: str, uid: str, rv: str, obj: T | None, old: _Entry[T] | None
@@ -229,9 +249,11 @@ class Store(Generic[T]):
             old = self._items.get(st.key)
             if st.error is not None:
                 self.on_error(*st.error)
+            self._remember(st.key, st.raw, st.obj is not None)
             deltas.extend(self._put(st.key, st.uid, st.rv, st.obj, old))
         for key in [k for k in self._items if k not in seen]:
             gone = self._items.pop(key)
+            self._remember(key, None, False)
             if gone.obj is not None:
                 deltas.append(Deleted(gone.obj, final_state_unknown=True))
         return deltas
@@ -246,12 +268,14 @@ class _Staged(Generic[T]):
     rv: str
     obj: T | None
     error: tuple[Raw, Exception] | None  # reported through on_error at commit
+    raw: Raw | None = None  # kept when the store keeps this object's raw form
 
 
 class Listing(Generic[T]):
     """A full listing in progress (``Store.listing``): ``add`` each object, then ``commit``
     for the deltas. Objects the store holds at the same version are only noted as seen;
-    new and changed ones are decoded now and kept as records, their raw form let go.
+    new and changed ones are decoded now and kept as records, their raw form let go (kept
+    when the store's ``keep_raw`` accepts it).
     Undecodable ones keep their raw form until ``commit`` reports them, so a listing that
     is abandoned and started over (an expired continue token) reports nothing twice."""
 
@@ -280,7 +304,8 @@ class Listing(Generic[T]):
         except store.errors as e:
             # Kept to report at commit; without its traceback, which holds this frame.
             obj, error = None, (raw, e.with_traceback(None))
-        self._staged[key] = _Staged(key, uid, rv, obj, error)
+        keep = store.keep_raw is not None and obj is not None and store.keep_raw(raw)
+        self._staged[key] = _Staged(key, uid, rv, obj, error, raw if keep else None)
 
     def discard(self, raw: Raw) -> None:
         """The object is gone after all (a DELETED event before a watch list's end): the

@@ -34,6 +34,7 @@ from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.events import EventRecorder
 from scheduler.kube.eventsink import EventProcess
 from scheduler.kube.eventwriter import EventWriter
+from scheduler.kube.extender import build_extenders, raw_kinds
 from scheduler.kube.informer import Informer, Resource
 from scheduler.kube.preemption import PreemptionExecutor
 from scheduler.logging import verbosity
@@ -84,6 +85,12 @@ RESOURCES = {
     ),
 }
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
+
+
+def _pending_for(raw: Any, names: frozenset[str]) -> bool:
+    """A pod one of our profiles is to schedule (whose raw form extenders are sent)."""
+    spec = raw.get("spec") or {}
+    return not spec.get("nodeName") and spec.get("schedulerName", "default-scheduler") in names
 
 
 class LiveScheduler:
@@ -152,6 +159,13 @@ class LiveScheduler:
             metrics=self.metrics,
             nominate=self.recorder.nominate,
         )
+        # Scheduler extenders read the raw objects of the pods and nodes informers, built
+        # below (the stores keep them only while extenders are configured).
+        self.extenders = build_extenders(
+            config.extenders,
+            raw_pod=lambda key: self.informers["pods"].store.raw(key),
+            raw_node=lambda name: self.informers["nodes"].store.raw(name),
+        )
         self.scheduler = Scheduler(
             config,
             binder=self.binder,
@@ -167,6 +181,7 @@ class LiveScheduler:
             api_client=client,
             event_recorder=self.recorder,
             profile_recorders=self.recorder.for_profile,
+            extenders=self.extenders,
         )
         self.executor.attach(self.scheduler.core)
         self.handlers = EventHandlers(
@@ -206,6 +221,12 @@ class LiveScheduler:
             self.informers[kind] = self._informer(
                 kind, decode, h.volume_object(RESOURCES[kind].kind)
             )
+        pods_raw, nodes_raw = raw_kinds(config.extenders)
+        if pods_raw:
+            names = frozenset(config.scheduler_names)
+            self.informers["pods"].store.keep_raw = lambda raw: _pending_for(raw, names)
+        if nodes_raw:
+            self.informers["nodes"].store.keep_raw = lambda raw: True
 
     def _informer(
         self,
@@ -335,6 +356,8 @@ class LiveScheduler:
 
     async def close(self) -> None:
         await self.event_client.close()
+        for ext in self.extenders:
+            await ext.close()
 
 
 # How long the collector may stay off while the first listing is in progress.

@@ -48,6 +48,7 @@ __all__ = [
     "VolumeBindingArgs",
     "client_feature",
     "extended_resource_name_problem",
+    "extenders_note",
     "load_config",
     "parse_config",
 ]
@@ -579,6 +580,18 @@ _TLS_FIELDS = {
 # apimachinery's IsQualifiedName: [DNS subdomain prefix "/"] name (63 at most).
 _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def extenders_note(config: SchedulerConfig) -> list[str]:
+    """The note ``simulate`` and ``explain`` give when the configuration has extenders,
+    which they do not call (they make no network calls): empty without any."""
+    if not config.extenders:
+        return []
+    urls = ", ".join(e.url_prefix for e in config.extenders)
+    return [
+        f"the configuration's extenders ({urls}) are not called here: these decisions are "
+        "the plugins' alone, which the extenders may narrow or reorder in the live scheduler"
+    ]
 
 
 def extended_resource_name_problem(name: str) -> str | None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from scheduler.clock import RealClock
-from scheduler.config import SchedulerConfig
+from scheduler.config import SchedulerConfig, extenders_note
 from scheduler.decode import ObjectDecoder
 from scheduler.framework.interface import CODE_NAMES, Code, CycleState, Status
 from scheduler.framework.plugins.defaultpreemption import prefixed
@@ -377,6 +377,7 @@ def _load(
         f"{n} {kind} object(s) could not be parsed and were left out, as the scheduler does"
         for kind, n in skipped.items()
     ]
+    notes.extend(extenders_note(config))
     core.cache.update_snapshot(core.snapshot)
     return _Cluster(core, decoder, notes)
 

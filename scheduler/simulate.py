@@ -43,7 +43,7 @@ from typing import Any, TypeVar
 
 from scheduler.backend.queue import BACKOFF_Q, GATED_Q, UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
-from scheduler.config import ConfigError, SchedulerConfig, load_config
+from scheduler.config import ConfigError, SchedulerConfig, extenders_note, load_config
 from scheduler.decode import Document, InputError, ObjectDecoder, load_documents
 from scheduler.framework.interface import Status
 from scheduler.framework.preemption import Candidate
@@ -353,7 +353,7 @@ class _Simulation:
         # Binding cycles waiting at Permit, in the order their pods were assumed.
         self.held: list[tuple[PodInfo, str, BindingCycle | None]] = []
         self.expired_at = -1  # the generation at the last Permit timeout
-        self.notes: list[str] = []
+        self.notes: list[str] = extenders_note(config)
 
     def load(self) -> None:
         core = self.core

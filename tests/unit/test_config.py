@@ -437,6 +437,120 @@ def test_errors_name_the_field_path_and_the_file(raw: Any, field_path: str) -> N
     assert str(exc.value).startswith(f"sched.yaml: {field_path}: ")
 
 
+def test_extenders() -> None:
+    cfg = parse_config(
+        {
+            **API,
+            "extenders": [
+                {"urlPrefix": "http://a/x", "bindVerb": "bind", "ignorable": True},
+                {
+                    "urlPrefix": "https://b:8443",
+                    "filterVerb": "filter",
+                    "prioritizeVerb": "prioritize",
+                    "weight": 3,
+                    "enableHTTPS": True,
+                    "tlsConfig": {"insecure": True, "serverName": "b.svc", "caData": "YWJj"},
+                    "httpTimeout": "30s",
+                    "nodeCacheCapable": True,
+                    "managedResources": [
+                        {"name": "example.com/gpu", "ignoredByScheduler": True},
+                        {"name": "example.com/fpga"},
+                    ],
+                },
+            ],
+            "profiles": [{"schedulerName": "a"}, {"schedulerName": "b"}],
+        }
+    )
+    # Ignorable extenders go last, as upstream asks them; every profile has them.
+    first, last = cfg.extenders
+    assert (first.url_prefix, last.url_prefix, last.ignorable) == (
+        "https://b:8443",
+        "http://a/x",
+        True,
+    )
+    assert (first.weight, first.http_timeout, first.node_cache_capable) == (3, 30.0, True)
+    assert first.tls is not None and (first.tls.server_name, first.tls.ca_data) == ("b.svc", b"abc")
+    assert first.managed_resources == (("example.com/gpu", True), ("example.com/fpga", False))
+    assert last.http_timeout == 5.0  # upstream's DefaultExtenderTimeout
+    # ignoredByScheduler resources become every profile's NodeResourcesFit ignoredResources.
+    for prof in cfg.profiles:
+        assert prof.extenders == cfg.extenders
+        assert prof.fit.ignored_resources == ("example.com/gpu",)
+
+
+@pytest.mark.parametrize(
+    ("extenders", "field_path", "problem"),
+    [
+        pytest.param({"urlPrefix": "a:80"}, "extenders[0].urlPrefix", "http", id="no scheme"),
+        pytest.param({}, "extenders[0].urlPrefix", "non-empty", id="no url"),
+        pytest.param(
+            {"urlPrefix": "http://a", "prioritizeVerb": "p"},
+            "extenders[0].weight",
+            "must have a positive weight applied to it",
+            id="prioritizer without weight",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://a", "managedResources": [{"name": "cpu"}]},
+            "extenders[0].managedResources[0].name",
+            "invalid extended resource name",
+            id="native resource",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://a", "managedResources": [{"name": "kubernetes.io/x"}]},
+            "extenders[0].managedResources[0].name",
+            "invalid extended resource name",
+            id="kubernetes.io resource",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://a", "preemptVerb": "preempt"},
+            "extenders[0].preemptVerb",
+            "not supported",
+            id="preempt verb",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://a", "tlsConfig": {"certData": "%%"}},
+            "extenders[0].tlsConfig.certData",
+            "base64",
+            id="certData not base64",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://a", "httpTimeout": 5},
+            "extenders[0].httpTimeout",
+            "duration",
+            id="timeout not a duration",
+        ),
+        pytest.param(
+            {"urlPrefix": "http://a", "verb": "x"},
+            "extenders[0].verb",
+            "unknown",
+            id="unknown field",
+        ),
+    ],
+)
+def test_extender_errors(extenders: dict[str, Any], field_path: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config({**API, "extenders": [extenders]}, "sched.yaml")
+    assert str(exc.value).startswith(f"sched.yaml: {field_path}: ")
+    assert problem in str(exc.value)
+
+
+def test_extender_errors_across_entries() -> None:
+    two_binders = [
+        {"urlPrefix": "http://a", "bindVerb": "b"},
+        {"urlPrefix": "http://c", "bindVerb": "b"},
+    ]
+    with pytest.raises(ConfigError, match=r"extenders: found 2 extenders implementing bind"):
+        parse_config({**API, "extenders": two_binders})
+    twice = [
+        {"urlPrefix": "http://a", "managedResources": [{"name": "example.com/gpu"}]},
+        {"urlPrefix": "http://c", "managedResources": [{"name": "example.com/gpu"}]},
+    ]
+    with pytest.raises(
+        ConfigError, match=r"extenders\[1\].managedResources\[0\].name: .*duplicate"
+    ):
+        parse_config({**API, "extenders": twice})
+
+
 def test_secure_serving() -> None:
     assert parse_config(API).secure_serving == SecureServing(enabled=False)
     assert parse_config({**API, "secureServing": {}}).secure_serving == SecureServing(enabled=True)

@@ -327,6 +327,18 @@ def test_scheduler_name_comes_from_the_config(sim: Any, tmp_path: Path) -> None:
     assert r.json["placements"] == {"default/for-other": "n1"}
 
 
+def test_extenders_of_the_config_are_named_as_not_called(sim: Any, tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\n"
+        "kind: KubeSchedulerConfiguration\n"
+        "extenders:\n- urlPrefix: http://127.0.0.1:1/ext\n  filterVerb: filter\n"
+    )
+    r = sim(node("n1"), pending("p").obj(), args=("--config", str(cfg)))
+    assert r.json["placements"] == {"default/p": "n1"}
+    assert "note: the configuration's extenders (http://127.0.0.1:1/ext) are not called" in r.err
+
+
 def test_nominated_node_name_is_honoured(sim: Any) -> None:
     """Its nominated node is tried first and taken if it fits, though the scores would
     prefer the emptier node."""

@@ -185,10 +185,11 @@ DEFAULT_EXTENDER_TIMEOUT_SECONDS = 5.0  # upstream's DefaultExtenderTimeout
 @dataclass(frozen=True, slots=True)
 class ExtenderConfig:
     """One entry of ``extenders`` (upstream's Extender): an HTTP service asked to filter,
-    score or bind. Verbs left empty are not called."""
+    score, bind, or narrow preemption's candidates. Verbs left empty are not called."""
 
     url_prefix: str
     filter_verb: str = ""
+    preempt_verb: str = ""
     prioritize_verb: str = ""
     bind_verb: str = ""
     weight: int = 0
@@ -631,15 +632,9 @@ def _extenders(r: _Reader, raw: Any) -> tuple[ExtenderConfig, ...]:
         url = r.string(e.get("urlPrefix"), f"{at}.urlPrefix")
         if not url.startswith(("http://", "https://")):
             raise r.fail(f"{at}.urlPrefix", f"expected an http:// or https:// URL, got {url!r}")
-        if "preemptVerb" in e:
-            raise r.fail(
-                f"{at}.preemptVerb",
-                "not supported: py-scheduler does not call extenders during preemption "
-                "(docs/configuration.md, Extenders)",
-            )
         verbs = {
             k: r.string(e[k], f"{at}.{k}") if k in e else ""
-            for k in ("filterVerb", "prioritizeVerb", "bindVerb")
+            for k in ("filterVerb", "preemptVerb", "prioritizeVerb", "bindVerb")
         }
         weight = r.integer(e.get("weight", 0), f"{at}.weight")
         if verbs["prioritizeVerb"] and weight <= 0:
@@ -671,6 +666,7 @@ def _extenders(r: _Reader, raw: Any) -> tuple[ExtenderConfig, ...]:
             ExtenderConfig(
                 url_prefix=url,
                 filter_verb=verbs["filterVerb"],
+                preempt_verb=verbs["preemptVerb"],
                 prioritize_verb=verbs["prioritizeVerb"],
                 bind_verb=verbs["bindVerb"],
                 weight=weight,

@@ -58,6 +58,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     FilterPlugin,
     NodeScore,
+    PostFilterResult,
     PreFilterResult,
     Status,
 )
@@ -65,7 +66,13 @@ from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.plugins.volumebinding import VolumeObjects
-from scheduler.framework.preemption import Evaluator, PreemptionActions, fit_error_message
+from scheduler.framework.preemption import (
+    Candidate,
+    Evaluator,
+    PreemptionActions,
+    fit_error_message,
+    most_important_first,
+)
 from scheduler.framework.runtime import Framework
 from scheduler.framework.waiting_pods import (
     ApiClient,
@@ -450,6 +457,12 @@ class SchedulerCore:
         # Whether an extender filters or scores: then Filter looks for more than one node
         # even without Score plugins (upstream's hasExtenderFilters / hasScoring).
         self._extenders_look = any(e.is_filter() or e.is_prioritizer() for e in self.extenders)
+        # Whether an extender takes part in preemption: then PostFilter is awaited, and
+        # each profile's evaluator asks the extenders about its candidates.
+        self._extenders_preempt_on = any(e.supports_preemption() for e in self.extenders)
+        if self._extenders_preempt_on:
+            for _, ev in self.profiles.values():
+                ev.async_candidate_filter = self._extenders_preempt
 
     # ================================================================== cluster events
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -709,12 +722,32 @@ class SchedulerCore:
             finally:
                 self._algorithm_done(started)
         except (_FitError, _NoNodesError, _CycleError) as e:
+            preempting = self._extenders_preempt_on and self.framework.post_filter_plugins
+            if isinstance(e, _FitError) and preempting:
+                return await self._fit_error_async(qpi, state, e.diagnosis)
             return self._cycle_failed(qpi, state, e)
         if self.cache.get_pod(qpi.pod.key) is not None:
             # Bound (by another scheduler, say) while the extenders answered.
             self.queue.done(qpi.pod.key)
             return CycleResult(qpi.pod, "skipped")
         return self._assume_and_bind(qpi, state, *placed)
+
+    async def _fit_error_async(
+        self, qpi: QueuedPodInfo, state: CycleState, diagnosis: Diagnosis
+    ) -> CycleResult:
+        """The failure path with PostFilter awaited (extenders that take part in
+        preemption); the rest as ``_cycle_failed``."""
+        t0 = time.perf_counter()
+        try:
+            result, st = await self.framework.run_post_filter_async(
+                state, qpi.pod, diagnosis.node_to_status
+            )
+            post = (result, st, time.perf_counter() - t0)
+            return self._handle_fit_error(qpi, state, diagnosis, post)
+        except PluginRaised as raised:
+            qpi.errored = True
+            self._record_failure(qpi, REASON_SCHEDULER_ERROR, str(raised), "")
+            return CycleResult(qpi.pod, "error", message=str(raised), nominated_node="")
 
     def _begin_cycle(self) -> tuple[QueuedPodInfo, CycleState] | CycleResult | None:
         """Pop the next pod and set the cycle up: (its queue entry, the cycle's state), a
@@ -1131,6 +1164,58 @@ class SchedulerCore:
             nodes = [ni for ni in nodes if ni.name in kept]
         return nodes
 
+    async def _extenders_preempt(
+        self, pod: PodInfo, candidates: list[Candidate]
+    ) -> list[Candidate] | Status:
+        """Upstream's callExtenders: each interested extender that supports preemption
+        narrows the candidates (and may change their victims), in turn."""
+        current = {c.node_name: c for c in candidates}
+        for ext in self.extenders:
+            if not ext.supports_preemption() or not ext.is_interested(pod):
+                continue
+            try:
+                chosen = self._extender_candidates(
+                    ext, await ext.process_preemption(pod, list(current.values()))
+                )
+            except ExtenderError as e:
+                if ext.ignorable:
+                    _extender_log("extender_skipped", extender=ext.name, pod=pod.key, error=str(e))
+                    continue
+                return Status.error(str(e))
+            for node, cand in list(chosen.items()):
+                if not cand.victims:
+                    if ext.ignorable:
+                        del chosen[node]
+                        continue
+                    return Status.error(f'expected at least one victim pod on node "{node}"')
+            current = chosen
+            if not current:
+                break
+        return list(current.values())
+
+    def _extender_candidates(
+        self, ext: Extender, answer: Mapping[str, tuple[Sequence[str], int]]
+    ) -> dict[str, Candidate]:
+        """An extender's preemption answer as candidates, its victims found by UID on
+        their nodes in this cycle's snapshot (upstream's convertToVictims)."""
+        out: dict[str, Candidate] = {}
+        for node, (uids, pdb_violations) in answer.items():
+            ni = self.snapshot.get(node)
+            if ni is None or ni.node is None:
+                raise ExtenderError(f"extender {ext.name}: node {node!r} is not in the cluster")
+            by_uid = {p.uid: p for p in ni.pods.values()}
+            victims = []
+            for uid in uids:
+                victim = by_uid.get(uid)
+                if victim is None:
+                    raise ExtenderError(
+                        f"extender: {ext.name} claims to preempt pod (UID: {uid}) on node: "
+                        f"{node}, but the pod is not found on that node"
+                    )
+                victims.append(victim)
+            out[node] = Candidate(node, most_important_first(victims), pdb_violations)
+        return out
+
     async def _extenders_prioritize(
         self, pod: PodInfo, extenders: Sequence[Extender], nodes: Sequence[NodeInfo]
     ) -> dict[str, int]:
@@ -1436,8 +1521,14 @@ class SchedulerCore:
 
     # ================================================================== failures
     def _handle_fit_error(
-        self, qpi: QueuedPodInfo, state: CycleState, diagnosis: Diagnosis
+        self,
+        qpi: QueuedPodInfo,
+        state: CycleState,
+        diagnosis: Diagnosis,
+        post_filtered: tuple[PostFilterResult | None, Status, float] | None = None,
     ) -> CycleResult:
+        """``post_filtered``: the PostFilter run already made (result, status, seconds),
+        by ``schedule_one_async`` when extenders take part in preemption."""
         pod = qpi.pod
         fw = self.framework
         # No PostFilter: clear any nomination. PostFilter without a result: keep it (e.g. the
@@ -1446,13 +1537,15 @@ class SchedulerCore:
         outcome = "unschedulable"
         victims: tuple[PodInfo, ...] = ()
         if fw.post_filter_plugins:
-            t0 = time.perf_counter()
-            result, st = fw.run_post_filter(state, pod, diagnosis.node_to_status)
+            if post_filtered is None:
+                t0 = time.perf_counter()
+                result, st = fw.run_post_filter(state, pod, diagnosis.node_to_status)
+                seconds = time.perf_counter() - t0
+            else:
+                result, st, seconds = post_filtered
             if self.observer is not None:
                 status = "Success" if st.is_success() else "Unschedulable"
-                self.observer.extension_point(
-                    "PostFilter", status, time.perf_counter() - t0, pod.scheduler_name
-                )
+                self.observer.extension_point("PostFilter", status, seconds, pod.scheduler_name)
             # Upstream records the PostFilter message whatever its code, success included.
             diagnosis.post_filter_msg = st.message()
             nominating = None if result is None else result.nominated_node_name

@@ -19,6 +19,12 @@ How answers combine, as upstream's schedule_one.go:
   means no score from that extender.
 - Bind: the first interested binder binds; an ignorable one that fails lets the next (or
   the Bind plugins) try.
+- Preempt (upstream's callExtenders): once DefaultPreemption has its candidates, each
+  interested extender that supports preemption is given them (node -> victims, PDB
+  violations) and answers the ones it keeps, with their victims (by UID); the next is given
+  that answer. An error, a node left without victims or a victim not on its node ends the
+  preemption with an error, unless the extender is ignorable (then its answer, or that
+  node, is passed over). The pick among what is left is DefaultPreemption's.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from scheduler.framework.preemption import Candidate
 from scheduler.types import NodeInfo, PodInfo
 
 __all__ = [
@@ -94,4 +101,13 @@ class Extender(Protocol):
 
     def bind(self, pod: PodInfo, node: str) -> Awaitable[None]:
         """Raises ExtenderError."""
+        ...
+
+    def supports_preemption(self) -> bool: ...
+
+    def process_preemption(
+        self, pod: PodInfo, candidates: Sequence[Candidate]
+    ) -> Awaitable[Mapping[str, tuple[Sequence[str], int]]]:
+        """The candidates it keeps: node name -> (victims' UIDs, PDB violations); raises
+        ExtenderError."""
         ...

@@ -15,7 +15,8 @@ Flow of ``Evaluator.preempt`` for a pod that fit no node:
    the node is out. Otherwise put pods back, most important first (priority, then earlier
    start), PDB-violating ones before the others; a pod stays removed (is a victim) only if
    the preemptor no longer fits with it.
-4. Candidate filters (``candidate_filters``): the seam where an extender could veto.
+4. Candidate filters (``candidate_filters``), then, in ``preempt_async``, the scheduler
+   extenders' (``async_candidate_filter``, upstream's callExtenders).
 5. Pick one node: fewest PDB violations, lowest highest-victim priority, smallest sum of
    victim priorities (each shifted by 2^31), fewest victims, latest earliest start time of
    the highest-priority victims, then the first (``PICK_ONE_CRITERIA``;
@@ -38,7 +39,7 @@ scheduler; an in-memory cluster in ``simulate``; recorders in tests).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -98,6 +99,7 @@ class PreemptionActions(Protocol):
 
 
 CandidateFilter = Callable[[PodInfo, list[Candidate]], list[Candidate]]
+AsyncCandidateFilter = Callable[[PodInfo, list[Candidate]], Awaitable["list[Candidate] | Status"]]
 
 
 def more_important(a: PodInfo, b: PodInfo) -> bool:
@@ -105,6 +107,11 @@ def more_important(a: PodInfo, b: PodInfo) -> bool:
     if a.priority != b.priority:
         return a.priority > b.priority
     return a.start_time < b.start_time
+
+
+def most_important_first(pods: Iterable[PodInfo]) -> tuple[PodInfo, ...]:
+    """Pods in a Candidate's victim order: highest priority first, then earliest start."""
+    return tuple(sorted(pods, key=_importance_key))
 
 
 def _importance_key(p: PodInfo) -> tuple[int, float]:
@@ -248,6 +255,9 @@ class Evaluator:
     actions: PreemptionActions | None = None
     rng: random.Random = field(default_factory=random.Random)
     candidate_filters: list[CandidateFilter] = field(default_factory=list)
+    # After those, in ``preempt_async`` only: the scheduler extenders' (the core sets it).
+    # The candidates left, or the Status that ends the preemption (an extender's error).
+    async_candidate_filter: AsyncCandidateFilter | None = None
     # Plugins' preemption hooks (docs/plugins.md), as upstream's Evaluator interface:
     # IsEligiblePod (victim, preemptor) -> may it be a victim; OrderedScoreFuncs
     # (candidates) -> score functions of a node name, applied in order instead of
@@ -529,7 +539,42 @@ class Evaluator:
     ) -> PreemptionDecision:
         """Everything ``preempt`` does short of acting: eligibility, the dry run, the
         candidate filters and the pick. No side effects (``explain`` calls it with a fixed
-        ``offset``; None draws one from ``rng`` as upstream)."""
+        ``offset``; None draws one from ``rng`` as upstream). The async candidate filter
+        (extenders) is ``decide_async``'s only."""
+        found = self._candidates(state, pod, statuses, offset)
+        if isinstance(found, PreemptionDecision):
+            return found
+        return self._pick_decision(*found)
+
+    async def decide_async(
+        self, state: CycleState, pod: PodInfo, statuses: Mapping[str, Status]
+    ) -> PreemptionDecision:
+        """``decide`` with ``async_candidate_filter`` after the others (upstream's
+        callExtenders, after the candidates are found, before one is picked)."""
+        found = self._candidates(state, pod, statuses, None)
+        if isinstance(found, PreemptionDecision):
+            return found
+        seen, filtered = found
+        if self.async_candidate_filter is not None:
+            narrowed = await self.async_candidate_filter(pod, filtered)
+            if isinstance(narrowed, Status):
+                return replace(seen, candidates=(), status=narrowed)
+            filtered = narrowed
+            if not filtered:
+                msg = "no candidate node for preemption"
+                return replace(seen, candidates=(), status=Status.unschedulable(msg))
+        return self._pick_decision(seen, filtered)
+
+    def _candidates(
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        statuses: Mapping[str, Status],
+        offset: int | None,
+    ) -> PreemptionDecision | tuple[PreemptionDecision, list[Candidate]]:
+        """Eligibility, the dry run and the synchronous candidate filters: the final
+        decision when one of them settles it, else (the decision so far, the candidates
+        left)."""
         nominated = self._nominated_node(pod)
         ok, msg = self.pod_eligible_to_preempt_others(
             pod, statuses.get(nominated) if nominated else None
@@ -570,6 +615,11 @@ class Evaluator:
             if not filtered:
                 msg = "no candidate node for preemption"
                 return replace(seen, candidates=(), status=Status.unschedulable(msg))
+        return seen, filtered
+
+    def _pick_decision(
+        self, seen: PreemptionDecision, filtered: list[Candidate]
+    ) -> PreemptionDecision:
         best = self._pick(filtered)
         if best is None:
             msg = "no candidate node for preemption"
@@ -596,7 +646,18 @@ class Evaluator:
         (result with "" node, UNSCHEDULABLE): preemption cannot help — clear the nomination;
         (result with node, SUCCESS): victims chosen and handed to the actions port."""
         self.last_candidate = None
-        decision = self.decide(state, pod, statuses)
+        return self._act(pod, self.decide(state, pod, statuses))
+
+    async def preempt_async(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """``preempt`` through ``decide_async``."""
+        self.last_candidate = None
+        return self._act(pod, await self.decide_async(state, pod, statuses))
+
+    def _act(
+        self, pod: PodInfo, decision: PreemptionDecision
+    ) -> tuple[PostFilterResult | None, Status]:
         best = decision.best
         if best is None:
             return decision.result, decision.status

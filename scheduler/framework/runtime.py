@@ -621,22 +621,28 @@ class Framework:
         """Until the first SUCCESS, ERROR or UNSCHEDULABLE_AND_UNRESOLVABLE; otherwise all of
         them, keeping the last non-None result (it may carry "" to clear a nomination) and
         naming the first rejecting plugin, as upstream's ``RunPostFilterPlugins``."""
-        result: PostFilterResult | None = None
-        reasons: list[str] = []
-        rejector = ""
+        acc = _PostFilterRun()
         for p in self.post_filter_plugins:
             r, st = p.post_filter(state, pod, statuses)
-            if st.is_success():
-                return r, st.with_plugin(p.name)
-            if st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return r, st.with_plugin(p.name)
-            if st.code != Code.UNSCHEDULABLE:
-                return None, Status(Code.ERROR, st.reasons, p.name)
-            if r is not None:
-                result = r
-            reasons.extend(st.reasons)
-            rejector = rejector or p.name
-        return result, Status(Code.UNSCHEDULABLE, tuple(reasons), rejector)
+            if acc.add(p.name, r, st):
+                break
+        return acc.outcome()
+
+    async def run_post_filter_async(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """``run_post_filter``, awaiting a plugin's ``post_filter_async`` where it has one
+        (DefaultPreemption's, which asks the scheduler extenders)."""
+        acc = _PostFilterRun()
+        for p in self.post_filter_plugins:
+            run_async = getattr(p, "post_filter_async", None)
+            if run_async is not None:
+                r, st = await run_async(state, pod, statuses)
+            else:
+                r, st = p.post_filter(state, pod, statuses)
+            if acc.add(p.name, r, st):
+                break
+        return acc.outcome()
 
     # ------------------------------------------------------------------ score
     def run_pre_score(
@@ -722,6 +728,37 @@ class Framework:
             for i, s in enumerate(ps.scores):
                 totals[i] += s * ps.weight
         return [NodeScore(ni.name, totals[i]) for i, ni in enumerate(nodes)]
+
+
+class _PostFilterRun:
+    """The PostFilter plugins' outcomes folded as upstream's RunPostFilterPlugins."""
+
+    __slots__ = ("final", "reasons", "rejector", "result")
+
+    def __init__(self) -> None:
+        self.result: PostFilterResult | None = None
+        self.reasons: list[str] = []
+        self.rejector = ""
+        self.final: tuple[PostFilterResult | None, Status] | None = None
+
+    def add(self, name: str, r: PostFilterResult | None, st: Status) -> bool:
+        """One plugin's answer; True when it ends the run."""
+        if st.is_success() or st.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            self.final = (r, st.with_plugin(name))
+            return True
+        if st.code != Code.UNSCHEDULABLE:
+            self.final = (None, Status(Code.ERROR, st.reasons, name))
+            return True
+        if r is not None:
+            self.result = r
+        self.reasons.extend(st.reasons)
+        self.rejector = self.rejector or name
+        return False
+
+    def outcome(self) -> tuple[PostFilterResult | None, Status]:
+        if self.final is not None:
+            return self.final
+        return self.result, Status(Code.UNSCHEDULABLE, tuple(self.reasons), self.rejector)
 
 
 def _pre_bind_failure(name: str, st: Status) -> Status | None:

@@ -29,6 +29,7 @@ import orjson
 
 from scheduler.config import ConfigError, ExtenderConfig, ExtenderTLS
 from scheduler.framework.extender import ExtenderError, ExtenderFilterResult
+from scheduler.framework.preemption import Candidate
 from scheduler.kube.http1 import ConnectionPool, HttpError
 from scheduler.types import NodeInfo, PodInfo
 
@@ -37,9 +38,15 @@ __all__ = ["HTTPExtender", "build_extenders", "check_tls", "raw_kinds"]
 Raw = Mapping[str, Any]
 
 
-def raw_kinds(extenders: Sequence[ExtenderConfig]) -> tuple[bool, bool]:
-    """Which raw objects the extenders need: (pending pods', nodes')."""
-    return bool(extenders), any(not e.node_cache_capable for e in extenders)
+def raw_kinds(extenders: Sequence[ExtenderConfig]) -> tuple[str, bool]:
+    """Which raw objects the extenders need: pods' ("": none, "pending": those we are to
+    schedule, "all": bound ones too, as victims of preemption are sent whole), and
+    whether nodes'."""
+    pods = ""
+    if extenders:
+        victims = any(e.preempt_verb and not e.node_cache_capable for e in extenders)
+        pods = "all" if victims else "pending"
+    return pods, any(not e.node_cache_capable for e in extenders)
 
 
 class HTTPExtender:
@@ -82,6 +89,9 @@ class HTTPExtender:
 
     def is_binder(self) -> bool:
         return bool(self.config.bind_verb)
+
+    def supports_preemption(self) -> bool:
+        return bool(self.config.preempt_verb)
 
     def is_interested(self, pod: PodInfo) -> bool:
         if not self._managed:
@@ -144,6 +154,56 @@ class HTTPExtender:
         answer = _fields(await self._send(verb, args), verb, self._url)
         if answer.get("error"):
             raise ExtenderError(str(answer["error"]))
+
+    async def process_preemption(
+        self, pod: PodInfo, candidates: Sequence[Candidate]
+    ) -> Mapping[str, tuple[Sequence[str], int]]:
+        verb = self.config.preempt_verb
+        raw = self._raw_pod(pod.key)
+        if raw is None:
+            raise ExtenderError(f"extender {self.name}: pod {pod.key}: its object is not at hand")
+        args: dict[str, Any] = {"Pod": raw}
+        if self.config.node_cache_capable:
+            args["NodeNameToVictims"] = None
+            args["NodeNameToMetaVictims"] = {
+                c.node_name: {
+                    "Pods": [{"UID": v.uid} for v in c.victims],
+                    "NumPDBViolations": c.num_pdb_violations,
+                }
+                for c in candidates
+            }
+        else:
+            victims: dict[str, Any] = {}
+            for c in candidates:
+                pods = []
+                for v in c.victims:
+                    obj = self._raw_pod(v.key)
+                    if obj is None:
+                        raise ExtenderError(
+                            f"extender {self.name}: pod {v.key}: its object is not at hand"
+                        )
+                    pods.append(obj)
+                victims[c.node_name] = {"Pods": pods, "NumPDBViolations": c.num_pdb_violations}
+            args["NodeNameToVictims"] = victims
+            args["NodeNameToMetaVictims"] = None
+        answer = _fields(await self._send(verb, args), verb, self._url)
+        chosen = answer.get("nodenametometavictims")
+        if chosen is None:
+            return {}
+        if not isinstance(chosen, dict):
+            raise self._malformed(verb, "NodeNameToMetaVictims is not an object")
+        out: dict[str, tuple[Sequence[str], int]] = {}
+        for node, meta in chosen.items():
+            if meta is None:
+                out[str(node)] = ((), 0)
+                continue
+            f = _fields(meta, verb, self._url)
+            pdb = f.get("numpdbviolations", 0)
+            if isinstance(pdb, bool) or not isinstance(pdb, int):
+                raise self._malformed(verb, f"NumPDBViolations {pdb!r} is not an integer")
+            uids = [str(_fields(p, verb, self._url).get("uid", "")) for p in f.get("pods") or ()]
+            out[str(node)] = (uids, pdb)
+        return out
 
     async def close(self) -> None:
         await self._pool.close()

@@ -222,9 +222,11 @@ class LiveScheduler:
                 kind, decode, h.volume_object(RESOURCES[kind].kind)
             )
         pods_raw, nodes_raw = raw_kinds(config.extenders)
-        if pods_raw:
+        if pods_raw == "pending":
             names = frozenset(config.scheduler_names)
             self.informers["pods"].store.keep_raw = lambda raw: _pending_for(raw, names)
+        elif pods_raw == "all":
+            self.informers["pods"].store.keep_raw = lambda raw: True
         if nodes_raw:
             self.informers["nodes"].store.keep_raw = lambda raw: True
 

@@ -222,3 +222,47 @@ def test_an_extender_that_is_down(kit: Kit, spawn_scheduler: Any, extender: Exte
     )
     assert cond["reason"] == "SchedulerError"
     assert not kit.node_of("failed")
+
+
+def test_an_extender_narrows_preemption(kit: Kit, spawn_scheduler: Any, extender: Extender) -> None:
+    """DefaultPreemption finds two candidate nodes (one cheap victim each); the extender,
+    sent the victims whole (nodeCacheCapable off), keeps only the second node and names
+    its victim by UID: that pod is preempted, the preemptor nominated there and bound."""
+    nodes = kit.nodes(2, cpu="1", memory="8Gi")
+    name = f"ext-{kit.ns}"[:60]
+    for i, n in enumerate(nodes):
+        kit.create(f"low-{i}", cpu="800m", node_name=n, grace=0)
+        kit.wait_running(f"low-{i}")
+    keep = nodes[1]
+
+    def preempt(body: dict[str, Any]) -> Any:
+        victims = body["NodeNameToVictims"]
+        pods = victims[keep]["Pods"]
+        return {
+            "NodeNameToMetaVictims": {
+                keep: {
+                    "Pods": [{"UID": p["metadata"]["uid"]} for p in pods],
+                    "NumPDBViolations": 0,
+                }
+            }
+        }
+
+    extender.answer = {"preempt": preempt}
+    spawn_scheduler(
+        name=name,
+        config={"extenders": [{"urlPrefix": extender.url, "preemptVerb": "preempt"}]},
+    )
+    high = kit.priority_class(1000)
+    kit.create("high", cpu="800m", priority_class=high, scheduler=name)
+    ev = kit.wait_event("low-1", "Preempted")
+    assert ev["message"].startswith("Preempted by pod "), ev
+    assert kit.wait_bound("high", timeout=60) == keep
+    body = next(b for v, b in extender.calls if v == "preempt")
+    assert body["NodeNameToMetaVictims"] is None
+    sent = {
+        n: [p["metadata"]["name"] for p in v["Pods"]] for n, v in body["NodeNameToVictims"].items()
+    }
+    assert sent == {nodes[0]: ["low-0"], nodes[1]: ["low-1"]}
+    whole = body["NodeNameToVictims"][keep]["Pods"][0]
+    assert whole["spec"]["nodeName"] == keep and whole["status"]["phase"] == "Running"
+    assert kit.pod("low-0") is not None  # the other candidate's pod was left alone

@@ -446,6 +446,7 @@ def test_extenders() -> None:
                 {
                     "urlPrefix": "https://b:8443",
                     "filterVerb": "filter",
+                    "preemptVerb": "preempt",
                     "prioritizeVerb": "prioritize",
                     "weight": 3,
                     "enableHTTPS": True,
@@ -469,6 +470,7 @@ def test_extenders() -> None:
         True,
     )
     assert (first.weight, first.http_timeout, first.node_cache_capable) == (3, 30.0, True)
+    assert (first.preempt_verb, last.preempt_verb) == ("preempt", "")
     assert first.tls is not None and (first.tls.server_name, first.tls.ca_data) == ("b.svc", b"abc")
     assert first.managed_resources == (("example.com/gpu", True), ("example.com/fpga", False))
     assert last.http_timeout == 5.0  # upstream's DefaultExtenderTimeout
@@ -500,12 +502,6 @@ def test_extenders() -> None:
             "extenders[0].managedResources[0].name",
             "invalid extended resource name",
             id="kubernetes.io resource",
-        ),
-        pytest.param(
-            {"urlPrefix": "http://a", "preemptVerb": "preempt"},
-            "extenders[0].preemptVerb",
-            "not supported",
-            id="preempt verb",
         ),
         pytest.param(
             {"urlPrefix": "http://a", "tlsConfig": {"certData": "%%"}},

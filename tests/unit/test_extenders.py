@@ -9,6 +9,7 @@ import asyncio
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
 from scheduler.framework.extender import EXTENDER_NAME, ExtenderError, ExtenderFilterResult
 from scheduler.framework.interface import Code
+from scheduler.framework.preemption import Candidate
 from scheduler.schedule_one import CycleResult, SchedulerCore
 from scheduler.types import NodeInfo, NodeRecord, PodInfo
 from tests.builders import make_node, make_pod
@@ -24,6 +26,7 @@ from tests.unit.fakes import RecordingBinder, RecordingRecorder
 
 FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeResourcesFit")
 CONFIG = SchedulerConfig(filters=FILTERS, scores=("NodeResourcesFit",), post_filters=())
+PREEMPTING = SchedulerConfig(filters=FILTERS, scores=("NodeResourcesFit",))
 
 
 @dataclass
@@ -43,6 +46,11 @@ class FakeExtender:
     fail: str = ""
     extra_nodes: tuple[str, ...] = ()  # names answered that were not asked about
     interested: Callable[[PodInfo], bool] = lambda _: True
+    # Preemption: None = not supported; else the answer from the candidates given,
+    # node -> (victim UIDs, PDB violations).
+    preempt: Callable[[Mapping[str, Candidate]], Mapping[str, tuple[Sequence[str], int]]] | None = (
+        None
+    )
     calls: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # names sorted
 
     def is_filter(self) -> bool:
@@ -81,6 +89,19 @@ class FakeExtender:
         if self.fail:
             raise ExtenderError(self.fail)
         return [(ni.name, self.scores.get(ni.name, 0)) for ni in nodes]
+
+    def supports_preemption(self) -> bool:
+        return self.preempt is not None
+
+    async def process_preemption(
+        self, pod: PodInfo, candidates: Sequence[Candidate]
+    ) -> Mapping[str, tuple[Sequence[str], int]]:
+        self.calls.append(("preempt", tuple(sorted(c.node_name for c in candidates))))
+        await asyncio.sleep(0)
+        if self.fail:
+            raise ExtenderError(self.fail)
+        assert self.preempt is not None
+        return self.preempt({c.node_name: c for c in candidates})
 
     async def bind(self, pod: PodInfo, node: str) -> None:
         self.calls.append(("bind", (node,)))
@@ -333,3 +354,110 @@ def test_a_binder_not_interested_leaves_the_plain_binding() -> None:
     core, binder, _, _ = core_with([ext], [node("n1")], [pending("p")])
     cycle(core)
     assert binder.calls and "default/p" not in binder.cycles
+
+
+# ----------------------------------------------------------------------------- preemption
+
+
+def bound(name: str, node_name: str, cpu: str = "2", priority: int = 0) -> PodInfo:
+    return make_pod(name).priority(priority).node(node_name).req(cpu=cpu).info()
+
+
+def full_cluster() -> tuple[list[NodeRecord], list[PodInfo]]:
+    """Two 4-CPU nodes, each full with two low-priority pods of 2 CPUs."""
+    nodes = [node("n1"), node("n2")]
+    pods = [bound("a1", "n1"), bound("a2", "n1"), bound("b1", "n2"), bound("b2", "n2")]
+    return nodes, pods
+
+
+def high(name: str = "p") -> PodInfo:
+    return make_pod(name).priority(100).req(cpu="2").info()
+
+
+def test_preemption_asks_the_extender_about_the_candidates() -> None:
+    nodes, pods = full_cluster()
+    uid = {p.name: p.uid for p in pods}
+    # Of the two candidates (one victim each), the extender keeps n2, with b2 as victim.
+    ext = FakeExtender(filters=False, preempt=lambda c: {"n2": ([uid["b2"]], 0)})
+    core, *_ = core_with([ext], nodes, [*pods, high()], config=PREEMPTING)
+    r = cycle(core)
+    assert (r.outcome, r.nominated_node) == ("preempting", "n2")
+    assert [v.name for v in r.victims] == ["b2"]
+    assert ext.calls == [("preempt", ("n1", "n2"))]
+
+
+def test_preemption_with_no_candidate_left_by_the_extender() -> None:
+    nodes, pods = full_cluster()
+    ext = FakeExtender(filters=False, preempt=lambda c: {})
+    core, *_ = core_with([ext], nodes, [*pods, high()], config=PREEMPTING)
+    r = cycle(core)
+    assert r.outcome == "unschedulable"
+    assert r.message.endswith("preemption: no candidate node for preemption"), r.message
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        pytest.param(
+            lambda c, uid: {"n1": ([], 0)},
+            'expected at least one victim pod on node "n1"',
+            id="no victims",
+        ),
+        pytest.param(
+            lambda c, uid: {"n1": ([uid["b1"]], 0)},
+            "claims to preempt pod (UID: b1-uid) on node: n1, but the pod is not found",
+            id="victim elsewhere",
+        ),
+        pytest.param(
+            lambda c, uid: {"n9": ([uid["a1"]], 0)},
+            "node 'n9' is not in the cluster",
+            id="unknown node",
+        ),
+    ],
+)
+def test_preemption_answers_that_end_it_unless_ignorable(
+    answer: Callable[[Mapping[str, Candidate], dict[str, str]], Any], problem: str
+) -> None:
+    """An ignorable extender's answer that fails to convert is passed over (the candidates
+    stay as they were); a node it left without victims is dropped from its answer, which
+    stands (here nothing is left)."""
+    nodes, pods = full_cluster()
+    pods = [replace(p, uid=f"{p.name}-uid") for p in pods]
+    uid = {p.name: p.uid for p in pods}
+    ext = FakeExtender(filters=False, preempt=lambda c: answer(c, uid))
+    core, *_ = core_with([ext], nodes, [*pods, high()], config=PREEMPTING)
+    r = cycle(core)
+    assert r.outcome == "unschedulable" and problem in r.message, r.message
+    lenient = replace(ext, ignorable=True, calls=[])
+    core, *_ = core_with([lenient], nodes, [*pods, high()], config=PREEMPTING)
+    r = cycle(core)
+    if "victim pod on node" in problem:
+        assert r.message.endswith("preemption: no candidate node for preemption"), r.message
+    else:
+        assert r.outcome == "preempting", r.message
+
+
+def test_a_failing_preempting_extender() -> None:
+    nodes, pods = full_cluster()
+    ext = FakeExtender(filters=False, preempt=lambda c: {}, fail="preempt: code 500")
+    core, *_ = core_with([ext], nodes, [*pods, high()], config=PREEMPTING)
+    r = cycle(core)
+    assert r.outcome == "unschedulable" and "preempt: code 500" in r.message
+    core, *_ = core_with([replace(ext, ignorable=True)], nodes, [*pods, high()], config=PREEMPTING)
+    assert cycle(core).outcome == "preempting"
+
+
+def test_extenders_narrow_preemption_in_turn_and_a_pod_they_ignore_is_not_asked() -> None:
+    nodes, pods = full_cluster()
+    uid = {p.name: p.uid for p in pods}
+    first = FakeExtender(
+        name="a", filters=False, preempt=lambda c: {"n1": ([uid["a1"]], 0), "n2": ([uid["b1"]], 0)}
+    )
+    second = FakeExtender(name="b", filters=False, preempt=lambda c: {"n1": ([uid["a2"]], 1)})
+    core, *_ = core_with([first, second], nodes, [*pods, high()], config=PREEMPTING)
+    r = cycle(core)
+    assert (r.nominated_node, [v.name for v in r.victims]) == ("n1", ["a2"])
+    assert second.calls == [("preempt", ("n1", "n2"))]
+    bored = FakeExtender(filters=False, preempt=lambda c: {}, interested=lambda p: False)
+    core, *_ = core_with([bored], nodes, [*pods, high()], config=PREEMPTING)
+    assert cycle(core).outcome == "preempting" and bored.calls == []

@@ -48,6 +48,15 @@ class DefaultPreemption:
         result, st = self.evaluator.preempt(state, pod, statuses)
         return result, prefixed(st)
 
+    async def post_filter_async(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """``post_filter`` awaiting the scheduler extenders' say on the candidates (the
+        scheduling cycle runs this when an extender supports preemption)."""
+        self.attempts += 1
+        result, st = await self.evaluator.preempt_async(state, pod, statuses)
+        return result, prefixed(st)
+
     def events_to_register(self) -> Iterable[EventRegistration]:
         def skip(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
             return QueueingHint.SKIP

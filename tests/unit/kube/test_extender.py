@@ -18,6 +18,7 @@ import pytest
 
 from scheduler.config import ConfigError, ExtenderConfig, ExtenderTLS, parse_config
 from scheduler.framework.extender import ExtenderError
+from scheduler.framework.preemption import Candidate
 from scheduler.kube.extender import HTTPExtender, check_tls, raw_kinds
 from scheduler.kube.informer import Store
 from scheduler.servingcert import self_signed
@@ -206,6 +207,41 @@ def test_prioritize_and_bind(serve: Any) -> None:
     )
 
 
+def test_preempt_sends_victims_by_uid_or_whole_and_reads_meta_victims(serve: Any) -> None:
+    victim = make_pod("v").node("n1").info()
+    raw_victim = {"metadata": {"name": "v", "namespace": "default", "uid": victim.uid}}
+    srv = serve(
+        lambda path, body: (
+            200,
+            {
+                "NodeNameToMetaVictims": {
+                    "n1": {"Pods": [{"UID": victim.uid}], "NumPDBViolations": 2}
+                }
+            },
+        )
+    )
+    cand = Candidate("n1", (victim,), 1)
+    cached = extender(ExtenderConfig(srv.url(), preempt_verb="preempt", node_cache_capable=True))
+    assert run(cached, cached.process_preemption(POD, [cand])) == {"n1": ([victim.uid], 2)}
+    assert srv.seen[-1] == (
+        "/scheduler/preempt",
+        {
+            "Pod": RAW_POD,
+            "NodeNameToVictims": None,
+            "NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": victim.uid}], "NumPDBViolations": 1}},
+        },
+    )
+    whole = extender(
+        ExtenderConfig(srv.url(), preempt_verb="preempt"),
+        {"default/p": RAW_POD, "default/v": raw_victim},
+    )
+    run(whole, whole.process_preemption(POD, [cand]))
+    assert srv.seen[-1][1]["NodeNameToVictims"] == {
+        "n1": {"Pods": [raw_victim], "NumPDBViolations": 1}
+    }
+    assert srv.seen[-1][1]["NodeNameToMetaVictims"] is None
+
+
 def test_interest_in_managed_resources() -> None:
     gpu = ExtenderConfig("http://127.0.0.1:1", managed_resources=(("example.com/gpu", False),))
     other = ExtenderConfig("http://127.0.0.1:1", managed_resources=(("example.com/fpga", True),))
@@ -267,10 +303,12 @@ def test_tls_material_that_does_not_load_is_a_config_error(tmp_path: Any) -> Non
 
 
 def test_raw_objects_are_kept_only_as_asked() -> None:
-    assert raw_kinds(()) == (False, False)
-    cached = ExtenderConfig("http://x", node_cache_capable=True)
-    assert raw_kinds((cached,)) == (True, False)
-    assert raw_kinds((cached, ExtenderConfig("http://y"))) == (True, True)
+    assert raw_kinds(()) == ("", False)
+    cached = ExtenderConfig("http://x", node_cache_capable=True, preempt_verb="preempt")
+    assert raw_kinds((cached,)) == ("pending", False)
+    assert raw_kinds((cached, ExtenderConfig("http://y"))) == ("pending", True)
+    # Victims are sent whole to a preempting extender that does not cache nodes.
+    assert raw_kinds((ExtenderConfig("http://y", preempt_verb="p"),)) == ("all", True)
 
     def decode(raw: Any) -> PodInfo:
         return make_pod(raw["metadata"]["name"]).info()

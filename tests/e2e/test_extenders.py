@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from kubernetes import client as k8s
 
 from tests.e2e.conftest import wait_for
 from tests.e2e.kit import Kit, pod_manifest
@@ -266,3 +268,45 @@ def test_an_extender_narrows_preemption(kit: Kit, spawn_scheduler: Any, extender
     whole = body["NodeNameToVictims"][keep]["Pods"][0]
     assert whole["spec"]["nodeName"] == keep and whole["status"]["phase"] == "Running"
     assert kit.pod("low-0") is not None  # the other candidate's pod was left alone
+
+
+def test_a_slow_extender_holds_the_cycle_not_the_loop(
+    kit: Kit, spawn_scheduler: Any, extender: Extender
+) -> None:
+    """Each filter call takes 2 s, four pods 8 s and more, beyond the lease (6 s, renew
+    deadline 4 s here): while a cycle waits, the loop serves /metrics, renews the lease
+    and keeps its watches, as kube-scheduler's scheduling goroutine blocks only itself."""
+    kit.nodes(2, cpu="4", memory="8Gi")
+    inside = threading.Event()
+
+    def slow(body: dict[str, Any]) -> Any:
+        inside.set()
+        time.sleep(2.0)
+        return {"Nodes": body["Nodes"], "FailedNodes": {}}
+
+    extender.answer = {"filter": slow}
+    name = f"slow-{kit.ns}"[:60]
+    lease = f"lease-{kit.ns}"[:60]
+    sched = spawn_scheduler(
+        name=name,
+        leader_elect=True,
+        lease_name=lease,
+        config={"extenders": [{"urlPrefix": extender.url, "filterVerb": "filter"}]},
+    )
+    wait_for(lambda: sched.metric("py_scheduler_leader") == 1.0, 20, "leadership")
+    coord = k8s.CoordinationV1Api(kit.cluster.api)
+    before = coord.read_namespaced_lease(lease, "kube-system").spec
+    for i in range(4):
+        kit.create(f"p{i}", scheduler=name)
+    assert inside.wait(20), "the extender was never called"
+    t0 = time.monotonic()
+    assert sched.metric("py_scheduler_leader") == 1.0  # answered by the loop, mid-call
+    assert time.monotonic() - t0 < 1.5
+    for i in range(4):
+        kit.wait_bound(f"p{i}", timeout=60)
+    after = coord.read_namespaced_lease(lease, "kube-system").spec
+    assert sched.alive, sched.tail()
+    assert after.holder_identity == before.holder_identity
+    assert (after.lease_transitions or 0) == (before.lease_transitions or 0)
+    assert after.renew_time > before.renew_time
+    assert not sched.log_events("leader_lost"), sched.tail()

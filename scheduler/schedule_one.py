@@ -14,7 +14,9 @@ node first, then nodes from a rotating offset until enough feasible ones are fou
 PreScore/Score -> select host (ties at random) -> assume -> bind. When no node fits:
 PostFilter (preemption), then one failure path records the reason, updates the nomination
 and returns the pod to the queue. Every failure after ``assume_pod`` unwinds through
-``_unwind_binding`` (forget, requeue). Nothing awaits inside a cycle, so no locks.
+``_unwind_binding`` (forget, requeue). Nothing awaits inside a cycle, so no locks; the one
+exception is ``schedule_one_async``, for scheduler extenders (framework/extender.py),
+whose calls it awaits while reading only its snapshot, taken at its start.
 
 Bulk path (``vectorized``, the default): the Filter walk asks the framework which nodes
 surely pass (numpy masks over the snapshot's ``NodeArrays``) and calls plugins only on the

@@ -728,8 +728,9 @@ class SchedulerCore:
             if isinstance(e, _FitError) and preempting:
                 return await self._fit_error_async(qpi, state, e.diagnosis)
             return self._cycle_failed(qpi, state, e)
-        if self.cache.get_pod(qpi.pod.key) is not None:
-            # Bound (by another scheduler, say) while the extenders answered.
+        if qpi.deleted_in_flight or self.cache.get_pod(qpi.pod.key) is not None:
+            # Deleted, or bound (by another scheduler, say), while the extenders answered:
+            # nothing to bind (upstream would send the Binding and have it refused).
             self.queue.done(qpi.pod.key)
             return CycleResult(qpi.pod, "skipped")
         return self._assume_and_bind(qpi, state, *placed)

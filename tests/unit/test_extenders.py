@@ -321,6 +321,22 @@ def test_a_pod_bound_while_the_extenders_answer_is_skipped() -> None:
     core.queue.check_invariants()
 
 
+def test_a_pod_deleted_while_the_extenders_answer_is_not_bound() -> None:
+    pod = pending("p")
+    core: SchedulerCore
+
+    class Deleting(FakeExtender):
+        async def filter(self, p: PodInfo, nodes: Sequence[NodeInfo]) -> ExtenderFilterResult:
+            core.on_pod_delete(pod)
+            return await super().filter(p, nodes)
+
+    core, binder, recorder, _ = core_with([Deleting()], [node("n1"), node("n2")], [pod])
+    r = cycle(core)
+    assert r.outcome == "skipped" and binder.calls == [] and recorder.failed_calls == []
+    assert not core.queue.contains("default/p") and core.cache.get_pod("default/p") is None
+    core.queue.check_invariants()
+
+
 def _bind_step(core: SchedulerCore, binder: RecordingBinder) -> Code:
     cycle_ = binder.cycles["default/p"]
     assert cycle_.bind is not None

@@ -117,6 +117,11 @@ class QueuedPodInfo:
     # the pods bound after it); cleared by its next failure, or if PreEnqueue gates it.
     was_flushed: bool = False
 
+    @property
+    def deleted_in_flight(self) -> bool:
+        """The pod was deleted while its cycle ran (a cycle that awaits extenders)."""
+        return self._deleted_in_flight
+
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
 

@@ -7,12 +7,10 @@ decide which pods it is asked about, and an extender that is down, ignorable or 
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,6 +18,7 @@ from kubernetes import client as k8s
 
 from tests.e2e.conftest import wait_for
 from tests.e2e.kit import Kit, pod_manifest
+from tests.jsonserver import JsonServer
 
 Decide = Callable[[str, dict[str, Any]], Any]
 
@@ -30,39 +29,23 @@ class Extender:
 
     def __init__(self) -> None:
         self.answer: dict[str, Callable[[dict[str, Any]], Any]] = {}
-        self.calls: list[tuple[str, dict[str, Any]]] = []
-        self.lock = threading.Lock()
-        outer = self
+        self.server = JsonServer(lambda path, body: (200, self.answer[_verb(path)](body)))
+        self.url = self.server.url("/ext")
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                verb = self.path.rsplit("/", 1)[-1]
-                with outer.lock:
-                    outer.calls.append((verb, body))
-                    answer = outer.answer[verb](body)
-                data = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/ext"
-        threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
+    @property
+    def calls(self) -> list[tuple[str, dict[str, Any]]]:
+        with self.server.lock:
+            return [(_verb(path), body) for path, body in self.server.seen]
 
     def verbs_for(self, pod: str) -> list[str]:
-        with self.lock:
-            return [v for v, body in self.calls if _pod_name(body) == pod]
+        return [v for v, body in self.calls if _pod_name(body) == pod]
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.server.stop()
+
+
+def _verb(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _pod_name(body: dict[str, Any]) -> str:

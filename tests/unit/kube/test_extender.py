@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import ssl
 import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -24,47 +22,12 @@ from scheduler.kube.informer import Store
 from scheduler.servingcert import self_signed
 from scheduler.types import NodeInfo, PodInfo
 from tests.builders import make_node, make_pod
+from tests.jsonserver import JsonServer, Reply
 
-Reply = Callable[[str, Any], tuple[int, Any]]
 
-
-class Server:
-    """Answers each POST with ``reply(path, body)``; remembers (path, body) pairs."""
-
-    def __init__(self, reply: Reply, tls: ssl.SSLContext | None = None) -> None:
-        self.reply = reply
-        self.seen: list[tuple[str, Any]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.seen.append((self.path, body))
-                status, answer = outer.reply(self.path, body)
-                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        if tls is not None:
-            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
-        self.port = self.httpd.server_address[1]
-        self.thread = threading.Thread(
-            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    def url(self, scheme: str = "http") -> str:
-        return f"{scheme}://127.0.0.1:{self.port}/scheduler"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+class Server(JsonServer):
+    def url(self, path: str = "/scheduler", scheme: str = "http") -> str:
+        return super().url(path, scheme)
 
 
 @pytest.fixture
@@ -272,7 +235,7 @@ def test_https_without_a_ca_skips_verification_and_with_one_verifies(
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_ctx.load_cert_chain(tmp_path / "c.pem", tmp_path / "k.pem")
     srv = serve(lambda path, body: (200, {"NodeNames": ["n1"]}), tls=server_ctx)
-    url = srv.url("https")
+    url = srv.url(scheme="https")
 
     base = ExtenderConfig(url, filter_verb="f", node_cache_capable=True)
     plain = extender(base)  # https, no CA, enableHTTPS off: verified against system CAs

@@ -163,7 +163,8 @@ class Store(Generic[T]):
         return (e.obj for e in self._items.values() if e.obj is not None)
 
     def raw(self, key: str) -> Raw | None:
-        """The object as last received, when ``keep_raw`` accepted it (else None)."""
+        """The object as received in the version its record was decoded from, when
+        ``keep_raw`` accepted it (else None)."""
         return self._raw.get(key)
 
     def _remember(self, key: str, raw: Raw | None, decoded: bool) -> None:
@@ -213,7 +214,8 @@ class Store(Generic[T]):
         if self._unchanged(key, uid, rv, old):
             return []
         obj = self._decode(raw)
-        self._remember(key, raw, obj is not None)
+        if obj is not None or old is None or old.uid != uid:
+            self._remember(key, raw, obj is not None)  # (else the kept version's stays)
         return self._put(key, uid, rv, obj, old)
 
     def _put(
@@ -249,7 +251,8 @@ class Store(Generic[T]):
             old = self._items.get(st.key)
             if st.error is not None:
                 self.on_error(*st.error)
-            self._remember(st.key, st.raw, st.obj is not None)
+            if st.obj is not None or old is None or old.uid != st.uid:
+                self._remember(st.key, st.raw, st.obj is not None)
             deltas.extend(self._put(st.key, st.uid, st.rv, st.obj, old))
         for key in [k for k in self._items if k not in seen]:
             gone = self._items.pop(key)

@@ -274,6 +274,8 @@ def test_raw_objects_are_kept_only_as_asked() -> None:
     assert raw_kinds((ExtenderConfig("http://y", preempt_verb="p"),)) == ("all", True)
 
     def decode(raw: Any) -> PodInfo:
+        if raw.get("bad"):
+            raise ValueError("cannot read it")
         return make_pod(raw["metadata"]["name"]).info()
 
     store: Store[PodInfo] = Store(
@@ -297,7 +299,11 @@ def test_raw_objects_are_kept_only_as_asked() -> None:
     listing.add(obj("3"))
     listing.commit()
     assert store.raw("default/p") == obj("3")
-    store.apply("DELETED", obj("4"))
+    # A version that does not decode leaves the record, and its raw form, as they were.
+    broken = {**obj("4"), "bad": True}
+    store.apply("MODIFIED", broken)
+    assert store.get("default/p") is not None and store.raw("default/p") == obj("3")
+    store.apply("DELETED", obj("5"))
     assert store.raw("default/p") is None
     plain: Store[PodInfo] = Store(namespaced=True, decode=decode, on_error=lambda r, e: None)
     plain.apply("ADDED", obj("1"))

@@ -69,6 +69,7 @@ FILTER_PLUGINS = (
     "VolumeZone",
     "PodTopologySpread",
     "InterPodAffinity",
+    "DynamicResources",  # upstream inserts it before DefaultPreemption
     "NodeDeclaredFeatures",  # upstream appends it to the default profile after the others
 )
 SCORE_PLUGINS = (
@@ -80,12 +81,15 @@ SCORE_PLUGINS = (
     "PodTopologySpread",
     "InterPodAffinity",
     "ImageLocality",
+    "DynamicResources",
 )
-# The in-tree plugins of the binding cycle's points (upstream's VolumeBinding has both).
-RESERVE_PLUGINS = ("VolumeBinding",)
-PRE_BIND_PLUGINS = ("VolumeBinding",)
-POST_FILTER_PLUGINS = ("DefaultPreemption",)
-PRE_ENQUEUE_PLUGINS = ("SchedulingGates",)
+# The in-tree plugins of the binding cycle's points (upstream's VolumeBinding and
+# DynamicResources have both).
+RESERVE_PLUGINS = ("VolumeBinding", "DynamicResources")
+PRE_BIND_PLUGINS = ("VolumeBinding", "DynamicResources")
+# DynamicResources first, as upstream: deallocating an idle claim beats evicting a pod.
+POST_FILTER_PLUGINS = ("DynamicResources", "DefaultPreemption")
+PRE_ENQUEUE_PLUGINS = ("SchedulingGates", "DynamicResources")
 # Plugins with no effect here but accepted so upstream configs load (their names only).
 ACCEPTED_NOOP = ("PrioritySort",)
 # The QueueSort point's in-tree plugin: the queue's own order (priority, then enqueue
@@ -107,6 +111,7 @@ DEFAULT_SCORE_WEIGHTS = {
     "PodTopologySpread": 2,
     "InterPodAffinity": 2,
     "ImageLocality": 1,
+    "DynamicResources": 2,
 }
 
 

@@ -34,6 +34,14 @@ from typing import Any
 
 import yaml
 
+from scheduler.draapi import (
+    DeviceClassInfo,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    device_class_from_dict,
+    resource_claim_from_dict,
+    resource_slice_from_dict,
+)
 from scheduler.types import (
     CSIDriverInfo,
     CSINodeInfo,
@@ -584,6 +592,18 @@ class ObjectDecoder:
 
     def csi_driver(self, raw: Raw) -> CSIDriverInfo:
         out: CSIDriverInfo = _guard("CSIDriver", raw, csi_driver_from_dict)
+        return out
+
+    def resource_claim(self, raw: Raw) -> ResourceClaimInfo:
+        out: ResourceClaimInfo = _guard("ResourceClaim", raw, resource_claim_from_dict)
+        return out
+
+    def resource_slice(self, raw: Raw) -> ResourceSliceInfo:
+        out: ResourceSliceInfo = _guard("ResourceSlice", raw, resource_slice_from_dict)
+        return out
+
+    def device_class(self, raw: Raw) -> DeviceClassInfo:
+        out: DeviceClassInfo = _guard("DeviceClass", raw, device_class_from_dict)
         return out
 
     def csi_storage_capacity(self, raw: Raw) -> CSIStorageCapacityInfo:

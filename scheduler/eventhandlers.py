@@ -19,6 +19,7 @@ import structlog
 from scheduler.decode import ObjectDecoder
 from scheduler.deltas import Added, Deleted, Delta, Updated
 from scheduler.schedule_one import SchedulerCore
+from scheduler.draapi import DraObject
 from scheduler.types import (
     NodeRecord,
     PDBInfo,
@@ -148,6 +149,20 @@ class EventHandlers:
                 self.core.on_volume_object_delete(d.old)
             else:
                 self.core.on_volume_object_set(d.new)
+            self._observed(kind + _action(d), t0)
+
+        return handle
+
+    # ------------------------------------------------------------------ devices
+    def dra_object(self, kind: str) -> Callable[[Delta[DraObject]], None]:
+        """ResourceClaims, ResourceSlices, DeviceClasses (DynamicResources')."""
+
+        def handle(d: Delta[DraObject]) -> None:
+            t0 = time.perf_counter()
+            if isinstance(d, Deleted):
+                self.core.on_dra_object_delete(d.old)
+            else:
+                self.core.on_dra_object_set(d.new)
             self._observed(kind + _action(d), t0)
 
         return handle

@@ -67,6 +67,8 @@ from scheduler.framework.interface import (
 from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
+from scheduler.draapi import DeviceClassInfo, DraObject, ResourceClaimInfo
+from scheduler.framework.plugins.dynamicresources import DraObjects
 from scheduler.framework.plugins.volumebinding import VolumeObjects
 from scheduler.framework.preemption import (
     Candidate,
@@ -140,6 +142,12 @@ _VOLUME_RESOURCES: dict[type, str] = {
     VolumeAttachmentInfo: "VolumeAttachment",
     CSIStorageCapacityInfo: "CSIStorageCapacity",
 }
+
+
+def _dra_resource(obj: DraObject) -> str:
+    if isinstance(obj, ResourceClaimInfo):
+        return "ResourceClaim"
+    return "DeviceClass" if isinstance(obj, DeviceClassInfo) else "ResourceSlice"
 
 
 class _FeasibleNodes(Sequence[NodeInfo]):
@@ -395,6 +403,7 @@ class SchedulerCore:
         self.volumes = VolumeObjects()  # claims, volumes, storage classes (VolumeBinding)
         self.volumes.node_labels = self._node_labels
         self.volumes.claim_in_use = self.cache.claim_in_use
+        self.dra = DraObjects()  # ResourceClaims, ResourceSlices, DeviceClasses
         # The queue owns the nominator; the framework reads it for the two-pass filter.
         self.queue = PriorityQueue(
             self.clock,
@@ -430,6 +439,7 @@ class SchedulerCore:
                 waiting_pods=self.waiting_pods,
                 pods_in_pre_bind=self.pods_in_pre_bind,
                 volumes=self.volumes,
+                dra=self.dra,
             )
             ev.fast_dry_run = self.vectorized
             if self.extenders:
@@ -672,6 +682,21 @@ class SchedulerCore:
         self.volumes.delete(obj)
         if isinstance(obj, VolumeAttachmentInfo) or self.extenders:
             event = ClusterEvent(_VOLUME_RESOURCES[type(obj)], "Delete")
+            self.queue.move_all_to_active_or_backoff(event, obj, None)
+
+    def on_dra_object_set(self, obj: DraObject) -> None:
+        """A ResourceClaim, ResourceSlice or DeviceClass was added or changed:
+        DynamicResources reads it, and the pods its hints wait for are moved."""
+        old = self.dra.set(obj)
+        self.queue.move_all_to_active_or_backoff(
+            ClusterEvent(_dra_resource(obj), "Add" if old is None else "Update"), old, obj
+        )
+
+    def on_dra_object_delete(self, obj: DraObject) -> None:
+        """One of those objects was deleted (a claim's deletion is an event)."""
+        self.dra.delete(obj)
+        if isinstance(obj, ResourceClaimInfo) or self.extenders:
+            event = ClusterEvent(_dra_resource(obj), "Delete")
             self.queue.move_all_to_active_or_backoff(event, obj, None)
 
     # ================================================================== periodic work

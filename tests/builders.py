@@ -248,6 +248,15 @@ class PodBuilder:
         self._o["spec"][key] = value
         return self
 
+    def status_field(self, key: str, value: Any) -> PodBuilder:
+        """Any status field as it is (e.g. resourceClaimStatuses)."""
+        self._o["status"][key] = value
+        return self
+
+    def uid(self, uid: str) -> PodBuilder:
+        self._o["metadata"]["uid"] = uid
+        return self
+
     def container_field(self, key: str, value: Any, index: int = 0) -> PodBuilder:
         """Any field of spec.containers[index] as it is (e.g. restartPolicyRules)."""
         self._o["spec"]["containers"][index][key] = value

@@ -83,6 +83,16 @@ RESOURCES = {
     "csistoragecapacities": Resource(
         "CSIStorageCapacity", "/apis/storage.k8s.io/v1/csistoragecapacities", namespaced=True
     ),
+    # DynamicResources'.
+    "resourceclaims": Resource(
+        "ResourceClaim", "/apis/resource.k8s.io/v1/resourceclaims", namespaced=True
+    ),
+    "resourceslices": Resource(
+        "ResourceSlice", "/apis/resource.k8s.io/v1/resourceslices", namespaced=False
+    ),
+    "deviceclasses": Resource(
+        "DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", namespaced=False
+    ),
 }
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
 
@@ -221,6 +231,12 @@ class LiveScheduler:
             self.informers[kind] = self._informer(
                 kind, decode, h.volume_object(RESOURCES[kind].kind)
             )
+        for kind, decode in (
+            ("resourceclaims", d.resource_claim),
+            ("resourceslices", d.resource_slice),
+            ("deviceclasses", d.device_class),
+        ):
+            self.informers[kind] = self._informer(kind, decode, h.dra_object(RESOURCES[kind].kind))
         pods_raw, nodes_raw = raw_kinds(config.extenders)
         if pods_raw == "pending":
             names = frozenset(config.scheduler_names)

@@ -321,6 +321,13 @@ CAN_I = [
     ("list", "csistoragecapacities.storage.k8s.io", "", "", "", True),  # VolumeBinding's
     ("watch", "csistoragecapacities.storage.k8s.io", "", "", "kube-system", True),
     ("create", "csistoragecapacities.storage.k8s.io", "", "", "kube-system", False),
+    ("list", "resourceslices.resource.k8s.io", "", "", "", True),  # DynamicResources'
+    ("watch", "deviceclasses.resource.k8s.io", "", "", "", True),
+    ("watch", "resourceclaims.resource.k8s.io", "", "", "", True),
+    ("patch", "resourceclaims.resource.k8s.io", "", "c", "default", True),
+    ("patch", "resourceclaims.resource.k8s.io", "status", "c", "default", True),
+    ("update", "resourceclaims.resource.k8s.io", "", "c", "default", False),
+    ("delete", "resourceclaims.resource.k8s.io", "", "c", "default", False),
     ("list", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("watch", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("delete", "priorityclasses.scheduling.k8s.io", "", "x", "", False),

@@ -26,6 +26,7 @@ from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.plugins.volumebinding import VolumeBinding, VolumeObjects
+from scheduler.framework.plugins.dynamicresources import DraObjects, DynamicResources
 from scheduler.framework.plugins.volumerestrictions import VolumeRestrictions
 from scheduler.framework.plugins.volumezone import VolumeZone
 from scheduler.framework.preemption import Evaluator, PreemptionActions
@@ -57,11 +58,13 @@ def build_framework(
     waiting_pods: WaitingPods | None = None,
     pods_in_pre_bind: dict[str, PodInPreBind] | None = None,
     volumes: VolumeObjects | None = None,
+    dra: DraObjects | None = None,
 ) -> tuple[Framework, Evaluator]:
     """``config``: one profile. ``waiting_pods`` (the pods held at Permit) and
     ``pods_in_pre_bind`` (those whose async PreBind is under way): maps that upstream's
     profiles share, so that a preemption finds any profile's pod there (new ones if None).
-    ``volumes``: the claims, volumes and classes VolumeBinding reads (none if None)."""
+    ``volumes``: the claims, volumes and classes VolumeBinding reads (none if None);
+    ``dra``: the ResourceClaims, ResourceSlices and DeviceClasses DynamicResources reads."""
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
     volume_objects = VolumeObjects() if volumes is None else volumes
@@ -86,6 +89,7 @@ def build_framework(
             shape=config.volume_binding.shape,
         ),
         VolumeZone(volume_objects),
+        DynamicResources(DraObjects() if dra is None else dra, client=api_client),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),
         BalancedAllocation(resources),

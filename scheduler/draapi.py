@@ -1,0 +1,486 @@
+"""Dynamic resource allocation's objects (resource.k8s.io/v1) as the scheduler reads them:
+ResourceClaims, ResourceSlices and DeviceClasses, parsed from their API dicts into frozen
+records. Only what DynamicResources (scheduler/framework/plugins/dynamicresources.py) reads
+is kept, plus the pieces of the API form it writes back (class and claim configuration,
+a slice's node selector). A field we cannot use raises ``ParseError`` naming the object
+and the field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.types import (
+    NodeSelectorTerm,
+    ParseError,
+    Taint,
+    Toleration,
+    _node_selector_terms,
+    _timestamp,
+)
+
+FINALIZER = "resource.kubernetes.io/delete-protection"
+MODE_EXACT_COUNT = "ExactCount"
+MODE_ALL = "All"
+FIRST_AVAILABLE_MAX = 8  # upstream's FirstAvailableDeviceRequestMaxSize
+ALLOCATION_RESULTS_MAX = 32  # upstream's AllocationResultsMaxSize
+TAINT_EFFECTS = ("NoSchedule", "NoExecute", "None")
+
+Obj = Mapping[str, Any]
+# An attribute's value: int, bool, str, or a Version (semantic version string).
+AttrValue = int | bool | str
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """A ``version`` attribute (semantic versioning 2.0.0)."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceID:
+    driver: str
+    pool: str
+    device: str
+
+    def __str__(self) -> str:
+        return f"{self.driver}/{self.pool}/{self.device}"
+
+
+# ---------------------------------------------------------------------------- slices
+@dataclass(frozen=True, slots=True, eq=False)
+class Device:
+    """One device of a ResourceSlice. ``attributes`` and ``capacity`` are keyed by their
+    fully qualified name (``domain/id``; an unqualified name gets the driver's domain)."""
+
+    name: str
+    attributes: Mapping[str, AttrValue | Version]
+    capacity: Mapping[str, str]  # quantity strings
+    taints: tuple[Taint, ...] = ()
+    # Features we do not build (partitionable devices, binding conditions, consumable
+    # capacity): a device that uses one is never allocated.
+    unsupported: str = ""
+    # Selector results by CEL expression (the allocator's cache; a device is immutable).
+    matches: dict[str, bool | str] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceSliceInfo:
+    name: str
+    driver: str
+    pool: str
+    generation: int
+    slice_count: int
+    node_name: str
+    all_nodes: bool
+    node_selector: tuple[NodeSelectorTerm, ...] | None
+    node_selector_raw: Mapping[str, Any] | None  # the API form (written into allocations)
+    devices: tuple[Device, ...]
+    unsupported: str = ""  # a slice-level feature we do not build (its pool is invalid)
+    resource_version: int = 0
+
+
+# ---------------------------------------------------------------------------- classes
+@dataclass(frozen=True, slots=True)
+class DeviceClassInfo:
+    name: str
+    selectors: tuple[str, ...]  # CEL expressions
+    config: tuple[Mapping[str, Any], ...]  # spec.config, API form
+    resource_version: int = 0
+
+
+# ---------------------------------------------------------------------------- claims
+@dataclass(frozen=True, slots=True)
+class DeviceRequest:
+    """An ``exactly`` request, or one subrequest of ``firstAvailable`` (``name`` is then
+    the subrequest's own)."""
+
+    name: str
+    device_class: str
+    selectors: tuple[str, ...]
+    mode: str
+    count: int
+    admin_access: bool
+    tolerations: tuple[Toleration, ...]
+    tolerations_raw: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    name: str
+    exactly: DeviceRequest | None
+    first_available: tuple[DeviceRequest, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Constraint:
+    requests: frozenset[str]  # empty: every request
+    match_attribute: str
+
+
+@dataclass(frozen=True, slots=True)
+class Consumer:
+    resource: str
+    name: str
+    uid: str
+    api_group: str = ""
+
+    def api(self) -> dict[str, str]:
+        out = {"resource": self.resource, "name": self.name, "uid": self.uid}
+        if self.api_group:
+            out["apiGroup"] = self.api_group
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Allocation:
+    """``status.allocation``: the devices (for the in-use set), the node selector (where
+    a pod using the claim may run), and the API form."""
+
+    devices: tuple[tuple[DeviceID, bool], ...]  # with admin access
+    node_selector: tuple[NodeSelectorTerm, ...] | None
+    raw: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceClaimInfo:
+    namespace: str
+    name: str
+    uid: str
+    resource_version: int
+    requests: tuple[ClaimRequest, ...]
+    constraints: tuple[Constraint, ...]
+    config: tuple[Mapping[str, Any], ...]  # spec.devices.config, API form
+    allocation: Allocation | None
+    reserved_for: tuple[Consumer, ...]
+    finalizers: tuple[str, ...] = ()
+    deleting: bool = False
+    controller: tuple[str, str, str] | None = None  # (kind, name, uid) of its controller
+    unsupported: str = ""  # a request we cannot allocate (the pod is told)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+DraObject = ResourceClaimInfo | ResourceSliceInfo | DeviceClassInfo
+
+
+# ---------------------------------------------------------------------------- parsing
+def _map(raw: Any, who: str, where: str) -> Mapping[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ParseError(who, where, "expected a map")
+    return raw
+
+
+def _list(raw: Any, who: str, where: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ParseError(who, where, "expected a list")
+    return raw
+
+
+def _version(meta: Mapping[str, Any]) -> int:
+    text = str(meta.get("resourceVersion") or "")
+    return int(text) if text.isdigit() else 0
+
+
+def _selectors(raw: Any, who: str, where: str) -> tuple[str, ...]:
+    out = []
+    for i, s in enumerate(_list(raw, who, where)):
+        cel = _map(_map(s, who, f"{where}[{i}]").get("cel"), who, f"{where}[{i}].cel")
+        expr = cel.get("expression")
+        if not isinstance(expr, str) or not expr:
+            raise ParseError(who, f"{where}[{i}].cel.expression", "expected a CEL expression")
+        out.append(expr)
+    return tuple(out)
+
+
+def _qualified(name: str, driver: str) -> str:
+    return name if "/" in name else f"{driver}/{name}"
+
+
+def _device(raw: Any, driver: str, who: str, where: str) -> Device:
+    d = _map(raw, who, where)
+    name = d.get("name")
+    if not isinstance(name, str) or not name:
+        raise ParseError(who, f"{where}.name", "missing")
+    attrs: dict[str, AttrValue | Version] = {}
+    for key, value in _map(d.get("attributes"), who, f"{where}.attributes").items():
+        v = _map(value, who, f"{where}.attributes[{key}]")
+        if "int" in v and isinstance(v["int"], int) and not isinstance(v["int"], bool):
+            attrs[_qualified(key, driver)] = v["int"]
+        elif "bool" in v and isinstance(v["bool"], bool):
+            attrs[_qualified(key, driver)] = v["bool"]
+        elif "string" in v and isinstance(v["string"], str):
+            attrs[_qualified(key, driver)] = v["string"]
+        elif "version" in v and isinstance(v["version"], str):
+            attrs[_qualified(key, driver)] = Version(v["version"])
+        else:
+            raise ParseError(
+                who, f"{where}.attributes[{key}]", "expected one of int, bool, string, version"
+            )
+    capacity: dict[str, str] = {}
+    for key, value in _map(d.get("capacity"), who, f"{where}.capacity").items():
+        q = _map(value, who, f"{where}.capacity[{key}]").get("value")
+        if not isinstance(q, str | int):
+            raise ParseError(who, f"{where}.capacity[{key}].value", "expected a quantity")
+        capacity[_qualified(key, driver)] = str(q)
+    taints = []
+    for i, t in enumerate(_list(d.get("taints"), who, f"{where}.taints")):
+        tm = _map(t, who, f"{where}.taints[{i}]")
+        effect = str(tm.get("effect") or "")
+        if effect not in TAINT_EFFECTS:
+            raise ParseError(who, f"{where}.taints[{i}].effect", f"unknown {effect!r}")
+        taints.append(Taint(str(tm.get("key") or ""), str(tm.get("value") or ""), effect))
+    unsupported = ""
+    for feature, label in (
+        ("consumesCounters", "consumesCounters (partitionable devices)"),
+        ("bindingConditions", "bindingConditions"),
+        ("allowMultipleAllocations", "allowMultipleAllocations (consumable capacity)"),
+        ("nodeName", "per-device nodeName"),
+        ("nodeSelector", "per-device nodeSelector"),
+        ("allNodes", "per-device allNodes"),
+    ):
+        if d.get(feature):
+            unsupported = label
+            break
+    return Device(name, attrs, capacity, tuple(taints), unsupported)
+
+
+def resource_slice_from_dict(obj: Obj) -> ResourceSliceInfo:
+    meta = _map(obj.get("metadata"), "ResourceSlice", "metadata")
+    name = str(meta.get("name") or "")
+    who = f"ResourceSlice {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    spec = _map(obj.get("spec"), who, "spec")
+    driver = spec.get("driver")
+    if not isinstance(driver, str) or not driver:
+        raise ParseError(who, "spec.driver", "missing")
+    pool = _map(spec.get("pool"), who, "spec.pool")
+    pool_name = pool.get("name")
+    if not isinstance(pool_name, str) or not pool_name:
+        raise ParseError(who, "spec.pool.name", "missing")
+    generation = pool.get("generation", 0)
+    count = pool.get("resourceSliceCount", 1)
+    for key, value in (("generation", generation), ("resourceSliceCount", count)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ParseError(who, f"spec.pool.{key}", f"expected an integer, got {value!r}")
+    selector_raw = spec.get("nodeSelector")
+    terms = None
+    if selector_raw is not None:
+        sel = _map(selector_raw, who, "spec.nodeSelector")
+        terms = _node_selector_terms(
+            sel.get("nodeSelectorTerms"), "spec.nodeSelector.nodeSelectorTerms", who
+        )
+    devices = tuple(
+        _device(d, driver, who, f"spec.devices[{i}]")
+        for i, d in enumerate(_list(spec.get("devices"), who, "spec.devices"))
+    )
+    unsupported = ""
+    if spec.get("sharedCounters"):
+        unsupported = "sharedCounters (partitionable devices)"
+    elif spec.get("perDeviceNodeSelection"):
+        unsupported = "perDeviceNodeSelection (partitionable devices)"
+    return ResourceSliceInfo(
+        name=name,
+        driver=driver,
+        pool=pool_name,
+        generation=generation,
+        slice_count=count,
+        node_name=str(spec.get("nodeName") or ""),
+        all_nodes=bool(spec.get("allNodes")),
+        node_selector=terms,
+        node_selector_raw=selector_raw,
+        devices=devices,
+        unsupported=unsupported,
+        resource_version=_version(meta),
+    )
+
+
+def device_class_from_dict(obj: Obj) -> DeviceClassInfo:
+    meta = _map(obj.get("metadata"), "DeviceClass", "metadata")
+    name = str(meta.get("name") or "")
+    who = f"DeviceClass {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    spec = _map(obj.get("spec"), who, "spec")
+    config = tuple(
+        _map(c, who, f"spec.config[{i}]")
+        for i, c in enumerate(_list(spec.get("config"), who, "spec.config"))
+    )
+    return DeviceClassInfo(
+        name, _selectors(spec.get("selectors"), who, "spec.selectors"), config, _version(meta)
+    )
+
+
+def _tolerations(raw: Any, who: str, where: str) -> tuple[Toleration, ...]:
+    out = []
+    for i, t in enumerate(_list(raw, who, where)):
+        tm = _map(t, who, f"{where}[{i}]")
+        op = str(tm.get("operator") or "Equal")
+        if op not in ("Equal", "Exists"):
+            raise ParseError(who, f"{where}[{i}].operator", f"unknown {op!r}")
+        out.append(
+            Toleration(
+                str(tm.get("key") or ""), op, str(tm.get("value") or ""), str(tm.get("effect") or "")
+            )
+        )
+    return tuple(out)
+
+
+def _request(raw: Mapping[str, Any], name: str, who: str, where: str) -> DeviceRequest:
+    cls = raw.get("deviceClassName")
+    if not isinstance(cls, str) or not cls:
+        raise ParseError(who, f"{where}.deviceClassName", "missing")
+    mode = str(raw.get("allocationMode") or MODE_EXACT_COUNT)
+    if mode not in (MODE_EXACT_COUNT, MODE_ALL):
+        raise ParseError(who, f"{where}.allocationMode", f"unknown {mode!r}")
+    count = raw.get("count", 1) if mode == MODE_EXACT_COUNT else 0
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ParseError(who, f"{where}.count", f"expected a positive integer, got {count!r}")
+    tolerations_raw = _list(raw.get("tolerations"), who, f"{where}.tolerations")
+    return DeviceRequest(
+        name=name,
+        device_class=cls,
+        selectors=_selectors(raw.get("selectors"), who, f"{where}.selectors"),
+        mode=mode,
+        count=count,
+        admin_access=raw.get("adminAccess") is True,
+        tolerations=_tolerations(tolerations_raw, who, f"{where}.tolerations"),
+        tolerations_raw=tuple(tolerations_raw),
+    )
+
+
+def _allocation(raw: Any, who: str) -> Allocation | None:
+    if raw is None:
+        return None
+    alloc = _map(raw, who, "status.allocation")
+    devices = []
+    results = _map(alloc.get("devices"), who, "status.allocation.devices").get("results")
+    for i, r in enumerate(_list(results, who, "status.allocation.devices.results")):
+        rm = _map(r, who, f"status.allocation.devices.results[{i}]")
+        did = DeviceID(str(rm.get("driver") or ""), str(rm.get("pool") or ""), str(rm.get("device") or ""))
+        devices.append((did, rm.get("adminAccess") is True))
+    terms = None
+    sel = alloc.get("nodeSelector")
+    if sel is not None:
+        terms = _node_selector_terms(
+            _map(sel, who, "status.allocation.nodeSelector").get("nodeSelectorTerms"),
+            "status.allocation.nodeSelector.nodeSelectorTerms",
+            who,
+        )
+    return Allocation(tuple(devices), terms, alloc)
+
+
+def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
+    meta = _map(obj.get("metadata"), "ResourceClaim", "metadata")
+    ns = str(meta.get("namespace") or "default")
+    name = str(meta.get("name") or "")
+    who = f"ResourceClaim {ns}/{name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    spec = _map(obj.get("spec"), who, "spec")
+    devices = _map(spec.get("devices"), who, "spec.devices")
+    requests = []
+    unsupported = ""
+    for i, r in enumerate(_list(devices.get("requests"), who, "spec.devices.requests")):
+        where = f"spec.devices.requests[{i}]"
+        rm = _map(r, who, where)
+        rname = rm.get("name")
+        if not isinstance(rname, str) or not rname:
+            raise ParseError(who, f"{where}.name", "missing")
+        exactly = None
+        subs: list[DeviceRequest] = []
+        if rm.get("exactly") is not None:
+            ex = _map(rm["exactly"], who, f"{where}.exactly")
+            exactly = _request(ex, rname, who, f"{where}.exactly")
+            if ex.get("capacity"):
+                unsupported = f"request {rname}: capacity requests (consumable capacity)"
+        elif rm.get("firstAvailable"):
+            for j, s in enumerate(_list(rm["firstAvailable"], who, f"{where}.firstAvailable")):
+                sm = _map(s, who, f"{where}.firstAvailable[{j}]")
+                sname = sm.get("name")
+                if not isinstance(sname, str) or not sname:
+                    raise ParseError(who, f"{where}.firstAvailable[{j}].name", "missing")
+                subs.append(_request(sm, sname, who, f"{where}.firstAvailable[{j}]"))
+                if sm.get("capacity"):
+                    unsupported = f"request {rname}/{sname}: capacity requests (consumable capacity)"
+        else:
+            unsupported = unsupported or f"request {rname}: unknown request type"
+        requests.append(ClaimRequest(rname, exactly, tuple(subs)))
+    constraints = []
+    for i, c in enumerate(_list(devices.get("constraints"), who, "spec.devices.constraints")):
+        cm = _map(c, who, f"spec.devices.constraints[{i}]")
+        attr = cm.get("matchAttribute")
+        reqs = frozenset(str(x) for x in _list(cm.get("requests"), who, "requests"))
+        if isinstance(attr, str) and attr:
+            constraints.append(Constraint(reqs, attr))
+        else:
+            unsupported = unsupported or f"constraint #{i}: unsupported constraint type"
+    config = tuple(
+        _map(c, who, f"spec.devices.config[{i}]")
+        for i, c in enumerate(_list(devices.get("config"), who, "spec.devices.config"))
+    )
+    status = _map(obj.get("status"), who, "status")
+    reserved = []
+    for i, r in enumerate(_list(status.get("reservedFor"), who, "status.reservedFor")):
+        rm = _map(r, who, f"status.reservedFor[{i}]")
+        reserved.append(
+            Consumer(
+                str(rm.get("resource") or ""),
+                str(rm.get("name") or ""),
+                str(rm.get("uid") or ""),
+                str(rm.get("apiGroup") or ""),
+            )
+        )
+    controller = None
+    for ref in _list(meta.get("ownerReferences"), who, "metadata.ownerReferences"):
+        if isinstance(ref, Mapping) and ref.get("controller") is True:
+            controller = (str(ref.get("kind") or ""), str(ref.get("name") or ""), str(ref.get("uid") or ""))
+    deleting = _timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp", who)
+    return ResourceClaimInfo(
+        namespace=ns,
+        name=name,
+        uid=str(meta.get("uid") or ""),
+        resource_version=_version(meta),
+        requests=tuple(requests),
+        constraints=tuple(constraints),
+        config=config,
+        allocation=_allocation(status.get("allocation"), who),
+        reserved_for=tuple(reserved),
+        finalizers=tuple(str(f) for f in _list(meta.get("finalizers"), who, "metadata.finalizers")),
+        deleting=deleting is not None,
+        controller=controller,
+        unsupported=unsupported,
+    )
+
+
+__all__ = [
+    "ALLOCATION_RESULTS_MAX",
+    "FINALIZER",
+    "FIRST_AVAILABLE_MAX",
+    "MODE_ALL",
+    "MODE_EXACT_COUNT",
+    "Allocation",
+    "ClaimRequest",
+    "Constraint",
+    "Consumer",
+    "Device",
+    "DeviceClassInfo",
+    "DeviceID",
+    "DeviceRequest",
+    "DraObject",
+    "ResourceClaimInfo",
+    "ResourceSliceInfo",
+    "Version",
+    "device_class_from_dict",
+    "resource_claim_from_dict",
+    "resource_slice_from_dict",
+]

@@ -1,0 +1,523 @@
+"""The structured-parameters allocator of DynamicResources, after upstream's "stable"
+variant (k8s.io/dynamic-resource-allocation/structured/internal/stable): for one node,
+devices for every claim the pod still needs allocated, or None.
+
+Pools: a node's slices (``nodeName`` equal to it, ``allNodes``, or a ``nodeSelector`` it
+matches) grouped by driver and pool, the newest generation only; a pool whose slices of
+that generation are not all there is incomplete (skipped; an ``All`` request over it is an
+error), one that repeats a device name is invalid. Search: claims in order, their requests
+in order, each request's devices one at a time, in pool and slice order, with
+backtracking, as upstream's allocateOne; ``firstAvailable`` subrequests are tried in
+order; ``matchAttribute`` constraints are kept as devices are added; a device in use by
+another claim (or by an earlier request of these claims) is skipped unless the request
+asks for admin access; a device taint with effect NoSchedule or NoExecute that the request
+does not tolerate rules the device out. Devices that use features not built here
+(partitionable devices, consumable capacity, binding conditions, per-device node
+selection) are never chosen, as upstream with those features disabled."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.draapi import (
+    ALLOCATION_RESULTS_MAX,
+    MODE_ALL,
+    ClaimRequest,
+    Device,
+    DeviceClassInfo,
+    DeviceID,
+    DeviceRequest,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    Version,
+)
+from scheduler.framework.plugins.dracel import CelError, device_matches
+from scheduler.framework.plugins.helper import match_node_selector_terms
+from scheduler.types import NodeRecord, _node_selector_terms
+
+
+class AllocationError(Exception):
+    """The allocation cannot be attempted (an error status, as upstream's)."""
+
+
+class FailedOnNode(Exception):
+    """Nothing fits on this node and an invalid pool was seen (unschedulable there)."""
+
+
+@dataclass(slots=True)
+class Pool:
+    driver: str
+    name: str
+    slices: list[ResourceSliceInfo] = field(default_factory=list)
+    incomplete: bool = False
+    invalid: str = ""
+
+
+def slice_on_node(s: ResourceSliceInfo, node: NodeRecord) -> bool:
+    if s.node_name:
+        return s.node_name == node.name
+    if s.all_nodes:
+        return True
+    if s.node_selector is not None:
+        return match_node_selector_terms(s.node_selector, node.labels, node.name)
+    return False
+
+
+def gather_pools(
+    candidates: Iterable[ResourceSliceInfo],
+    node: NodeRecord,
+    pool_slices: Callable[[str, str], Iterable[ResourceSliceInfo]],
+) -> list[Pool]:
+    """The node's pools (upstream's GatherPools without partitionable devices).
+    ``candidates``: slices that may target the node; ``pool_slices(driver, pool)``: every
+    slice of a pool, whichever node it targets."""
+    found: dict[tuple[str, str], list[ResourceSliceInfo]] = {}
+    for s in candidates:
+        if s.unsupported or not slice_on_node(s, node):
+            continue
+        key = (s.driver, s.pool)
+        have = found.get(key)
+        if have is None or s.generation > have[0].generation:
+            found[key] = [s]
+        elif s.generation == have[0].generation:
+            have.append(s)
+    pools = []
+    for (driver, name), slices in sorted(found.items()):
+        generation = slices[0].generation
+        if len(slices) != slices[0].slice_count:
+            everywhere = list(pool_slices(driver, name))
+            if any(s.generation > generation for s in everywhere):
+                continue  # obsolete: a newer generation is on its way
+            same = sum(1 for s in everywhere if s.generation == generation)
+            if same != slices[0].slice_count:
+                pools.append(Pool(driver, name, incomplete=True))
+                continue
+        slices.sort(key=lambda s: s.name)
+        pool = Pool(driver, name, slices)
+        seen: set[str] = set()
+        for s in slices:
+            for d in s.devices:
+                if d.name in seen:
+                    pool.invalid = f"duplicate device name {d.name}"
+                seen.add(d.name)
+        pools.append(pool)
+    return pools
+
+
+@dataclass(slots=True)
+class _Req:
+    claim: int
+    request: DeviceRequest
+    parent: ClaimRequest | None  # set for a subrequest
+    cls: DeviceClassInfo
+    num: int
+    all_devices: list[tuple[DeviceID, Device, ResourceSliceInfo]] | None = None
+
+    @property
+    def result_name(self) -> str:
+        if self.parent is None:
+            return self.request.name
+        return f"{self.parent.name}/{self.request.name}"
+
+
+class _MatchAttribute:
+    __slots__ = ("attribute", "count", "requests", "value")
+
+    def __init__(self, requests: frozenset[str], attribute: str) -> None:
+        self.requests = requests
+        self.attribute = attribute
+        self.value: Any = None
+        self.count = 0
+
+    def applies(self, base: str, full: str) -> bool:
+        return not self.requests or base in self.requests or full in self.requests
+
+    def add(self, base: str, full: str, device: Device, driver: str) -> bool:
+        if not self.applies(base, full):
+            return True
+        value = _lookup(device, driver, self.attribute)
+        if value is None:
+            return False
+        if self.count and (type(value) is not type(self.value) or value != self.value):
+            return False
+        if not self.count:
+            self.value = value
+        self.count += 1
+        return True
+
+    def remove(self, base: str, full: str) -> None:
+        if self.applies(base, full):
+            self.count -= 1
+
+
+def _lookup(device: Device, driver: str, name: str) -> Any:
+    value = device.attributes.get(name)
+    if value is None and "/" not in name:
+        value = device.attributes.get(f"{driver}/{name}")
+    return value
+
+
+@dataclass(slots=True)
+class _Result:
+    req: _Req
+    id: DeviceID
+    slice: ResourceSliceInfo
+
+
+class _Search:
+    def __init__(
+        self,
+        claims: Sequence[ResourceClaimInfo],
+        pools: list[Pool],
+        classes: Mapping[str, DeviceClassInfo],
+        in_use: Callable[[DeviceID], bool],
+    ) -> None:
+        self.claims = claims
+        self.pools = pools
+        self.classes = classes
+        self.in_use = in_use
+        self.reqs: dict[tuple[int, int, int], _Req] = {}
+        self.selected: dict[tuple[int, int], int] = {}
+        self.constraints = [
+            [_MatchAttribute(c.requests, c.match_attribute) for c in claim.constraints]
+            for claim in claims
+        ]
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.results: list[list[_Result]] = [[] for _ in claims]
+        self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
+
+    # ---------------------------------------------------------------- preparation
+    def prepare(self) -> None:
+        for ci, claim in enumerate(self.claims):
+            if claim.unsupported:
+                raise AllocationError(f"claim {claim.key}: {claim.unsupported}")
+            minimum = 0
+            for ri, creq in enumerate(claim.requests):
+                if creq.exactly is not None:
+                    r = self._request_data(ci, ri, 0, creq.exactly, None)
+                    least = r.num
+                else:
+                    least = 1 << 62
+                    for si, sub in enumerate(creq.first_available):
+                        r = self._request_data(ci, ri, si, sub, creq)
+                        least = min(least, r.num)
+                if least > ALLOCATION_RESULTS_MAX - minimum:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {creq.name}: adding {least} devices "
+                        f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX}, with "
+                        f"{minimum} already accounted for"
+                    )
+                minimum += least
+
+    def _request_data(
+        self, ci: int, ri: int, si: int, req: DeviceRequest, parent: ClaimRequest | None
+    ) -> _Req:
+        claim = self.claims[ci]
+        cls = self.classes.get(req.device_class)
+        if cls is None:
+            raise AllocationError(
+                f"claim {claim.key}, request {req.name}: could not retrieve device class "
+                f"{req.device_class}"
+            )
+        r = _Req(ci, req, parent, cls, req.count)
+        self.reqs[ci, ri, si] = r
+        if req.mode == MODE_ALL:
+            r.all_devices = []
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {req.name}: asks for all devices, but "
+                        f"resource pool {pool.driver}/{pool.name} is currently being updated"
+                    )
+                if pool.invalid:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {req.name}: asks for all devices, but "
+                        f"resource pool {pool.driver}/{pool.name} is currently invalid"
+                    )
+                for s in pool.slices:
+                    for d in s.devices:
+                        did = DeviceID(s.driver, s.pool, d.name)
+                        if self._selectable(ci, ri, si, r, did, d, s):
+                            r.all_devices.append((did, d, s))
+            r.num = len(r.all_devices)
+        return r
+
+    def _selectable(
+        self, ci: int, ri: int, si: int, r: _Req, did: DeviceID, d: Device, s: ResourceSliceInfo
+    ) -> bool:
+        key = (did, ci, ri, si)
+        hit = self.matches.get(key)
+        if hit is not None:
+            return hit
+        ok = not d.unsupported
+        if ok:
+            for i, expr in enumerate(r.cls.selectors):
+                try:
+                    ok = device_matches(expr, d, s.driver)
+                except CelError as e:
+                    raise AllocationError(
+                        f"class {r.cls.name}: selector #{i} on device {did}: {e}"
+                    ) from None
+                if not ok:
+                    break
+        if ok:
+            for i, expr in enumerate(r.request.selectors):
+                try:
+                    ok = device_matches(expr, d, s.driver)
+                except CelError as e:
+                    raise AllocationError(
+                        f"claim {self.claims[ci].key}: selector #{i} on device {did}: {e}"
+                    ) from None
+                if not ok:
+                    break
+        self.matches[key] = ok
+        return ok
+
+    # ---------------------------------------------------------------- search
+    def busy(self, did: DeviceID) -> bool:
+        return self.in_use(did) or bool(self.allocating.get(did))
+
+    def one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
+        """Upstream's allocateOne: (claim, request, subrequest, device) indices."""
+        if ci >= len(self.claims):
+            return True
+        claim = self.claims[ci]
+        if ri >= len(claim.requests):
+            return self.one(ci + 1, 0, 0, 0, False)
+        creq = claim.requests[ri]
+        if creq.exactly is None and not in_sub:
+            for sub in range(len(creq.first_available)):
+                if self.one(ci, ri, sub, di, True):
+                    self.selected[ci, ri] = sub
+                    return True
+            return False
+        r = self.reqs[ci, ri, si]
+        if r.all_devices is not None and not r.all_devices:
+            return False  # "All" with no device at all does not succeed
+        if di >= r.num:
+            return self.one(ci, ri + 1, 0, 0, False)
+        if r.num - di > ALLOCATION_RESULTS_MAX - len(self.results[ci]):
+            return False
+        if r.all_devices is not None:
+            did, d, s = r.all_devices[di]
+            undo = self._add(ci, r, did, d, s, must=True)
+            if undo is None:
+                return False
+            if self.one(ci, ri, si, di + 1, in_sub):
+                return True
+            undo()
+            return False
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for s in pool.slices:
+                for d in s.devices:
+                    did = DeviceID(s.driver, s.pool, d.name)
+                    if r.request.admin_access:
+                        if ci in self.allocating.get(did, ()):
+                            continue
+                    elif self.busy(did):
+                        continue
+                    if not self._selectable(ci, ri, si, r, did, d, s):
+                        continue
+                    undo = self._add(ci, r, did, d, s, must=False)
+                    if undo is None:
+                        continue
+                    if self.one(ci, ri, si, di + 1, in_sub):
+                        return True
+                    undo()
+        return False
+
+    def _add(
+        self, ci: int, r: _Req, did: DeviceID, d: Device, s: ResourceSliceInfo, *, must: bool
+    ) -> Callable[[], None] | None:
+        """Upstream's allocateDevice: the device joins the claim's result, or None."""
+        if r.request.admin_access:
+            if ci in self.allocating.get(did, ()):
+                return None
+        elif self.busy(did):
+            return None
+        if _taint_blocks(d, r.request):
+            return None
+        base = r.parent.name if r.parent is not None else r.request.name
+        full = r.result_name
+        added = []
+        for c in self.constraints[ci]:
+            if not c.add(base, full, d, s.driver):
+                for done in reversed(added):
+                    done.remove(base, full)
+                if must:
+                    raise AllocationError(
+                        f"claim {self.claims[ci].key}, request {r.request.name}: cannot add "
+                        f"device {did} because a claim constraint would not be satisfied"
+                    )
+                return None
+            added.append(c)
+        self.allocating.setdefault(did, set()).add(ci)
+        results = self.results[ci]
+        results.append(_Result(r, did, s))
+        size = len(results) - 1
+
+        def undo() -> None:
+            del results[size:]
+            self.allocating[did].discard(ci)
+            for c in reversed(added):
+                c.remove(base, full)
+
+        return undo
+
+
+def _taint_blocks(d: Device, req: DeviceRequest) -> bool:
+    for taint in d.taints:
+        if taint.effect in ("NoSchedule", "NoExecute") and not any(
+            t.tolerates(taint) for t in req.tolerations
+        ):
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Allocated:
+    """One claim's allocation on the node: its devices (with admin access) and its
+    ``status.allocation`` in API form."""
+
+    devices: tuple[tuple[DeviceID, bool], ...]
+    raw: Mapping[str, Any]
+
+
+def allocate(
+    claims: Sequence[ResourceClaimInfo],
+    node: NodeRecord,
+    pools: list[Pool],
+    classes: Mapping[str, DeviceClassInfo],
+    in_use: Callable[[DeviceID], bool],
+) -> list[Allocated] | None:
+    """Devices for every claim on ``node``, or None when they do not fit. Raises
+    AllocationError (the claims cannot be allocated anywhere as they stand) or
+    FailedOnNode (nothing fits and a pool of the node is invalid)."""
+    search = _Search(claims, pools, classes, in_use)
+    search.prepare()
+    if not search.one(0, 0, 0, 0, False):
+        if any(p.invalid for p in pools):
+            raise FailedOnNode("invalid resource pools were encountered")
+        return None
+    return [_result(search, ci, claim) for ci, claim in enumerate(claims)]
+
+
+def _result(search: _Search, ci: int, claim: ResourceClaimInfo) -> Allocated:
+    results = []
+    devices = []
+    for res in search.results[ci]:
+        entry: dict[str, Any] = {
+            "request": res.req.result_name,
+            "driver": res.id.driver,
+            "pool": res.id.pool,
+            "device": res.id.device,
+        }
+        if res.req.request.admin_access:
+            entry["adminAccess"] = True
+        if res.req.request.tolerations_raw:
+            entry["tolerations"] = list(res.req.request.tolerations_raw)
+        results.append(entry)
+        devices.append((res.id, res.req.request.admin_access))
+    # The chosen request (or subrequest) of each of the claim's requests.
+    chosen: list[_Req] = []
+    for ri, creq in enumerate(claim.requests):
+        si = search.selected.get((ci, ri), 0) if creq.exactly is None else 0
+        chosen.append(search.reqs[ci, ri, si])
+    config: list[dict[str, Any]] = []
+    by_class: dict[str, list[dict[str, Any]]] = {}
+    for r in chosen:
+        if r.cls.name in by_class:
+            for entry in by_class[r.cls.name]:
+                entry["requests"].append(r.result_name)
+            continue
+        entries = [
+            {"source": "FromClass", "requests": [r.result_name], **dict(c)} for c in r.cls.config
+        ]
+        by_class[r.cls.name] = entries
+        config.extend(entries)
+    names = {r.request.name if r.parent is None else r.parent.name for r in chosen}
+    full_names = {r.result_name for r in chosen}
+    for c in claim.config:
+        requests = list(c.get("requests") or ())
+        if not requests or any(n in names or n in full_names for n in requests):
+            entry = {k: v for k, v in c.items() if k != "requests"}
+            config.append({"source": "FromClaim", "requests": requests, **entry})
+    for entry in config:
+        reqs = entry["requests"]
+        if reqs and all(
+            (r.parent.name if r.parent else r.request.name) in reqs or r.result_name in reqs
+            for r in chosen
+        ):
+            entry["requests"] = []
+    for entry in config:
+        if not entry["requests"]:
+            del entry["requests"]
+    raw: dict[str, Any] = {"devices": {"results": results}}
+    if config:
+        raw["devices"]["config"] = config
+    selector = _node_selector(search.results[ci])
+    if selector is not None:
+        raw["nodeSelector"] = selector
+    return Allocated(tuple(devices), raw)
+
+
+def _node_selector(results: list[_Result]) -> dict[str, Any] | None:
+    """Upstream's createNodeSelector: a node-local slice pins the node by name; the
+    selectors of the others are merged into one term; allNodes slices add nothing."""
+    fields: list[dict[str, Any]] = []
+    exprs: list[dict[str, Any]] = []
+    for res in results:
+        s = res.slice
+        if s.node_name:
+            return {
+                "nodeSelectorTerms": [
+                    {
+                        "matchFields": [
+                            {"key": "metadata.name", "operator": "In", "values": [s.node_name]}
+                        ]
+                    }
+                ]
+            }
+        if s.node_selector_raw is not None:
+            terms = s.node_selector_raw.get("nodeSelectorTerms") or []
+            if len(terms) > 1:
+                raise AllocationError(
+                    f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms"
+                )
+            if terms:
+                for into, key in ((fields, "matchFields"), (exprs, "matchExpressions")):
+                    for req in terms[0].get(key) or ():
+                        if req not in into:
+                            into.append(req)
+    if not fields and not exprs:
+        return None
+    term: dict[str, Any] = {}
+    if exprs:
+        term["matchExpressions"] = exprs
+    if fields:
+        term["matchFields"] = fields
+    return {"nodeSelectorTerms": [term]}
+
+
+def parse_selector(raw: Mapping[str, Any] | None) -> Any:
+    """An allocation's node selector, parsed (None: every node)."""
+    if raw is None:
+        return None
+    return _node_selector_terms(raw.get("nodeSelectorTerms"), "nodeSelector", "allocation")
+
+
+__all__ = [
+    "Allocated",
+    "AllocationError",
+    "FailedOnNode",
+    "Pool",
+    "Version",
+    "allocate",
+    "gather_pools",
+    "parse_selector",
+    "slice_on_node",
+]

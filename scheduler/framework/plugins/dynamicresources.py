@@ -1,0 +1,615 @@
+"""DynamicResources, as upstream's dynamicresources plugin (structured parameters): a pod's
+ResourceClaims (``spec.resourceClaims``) are allocated devices from ResourceSlices on the
+node it is scheduled to.
+
+PreEnqueue: every claim the pod names must exist (a template's claim: once the
+resourceclaim controller has created it and named it in the pod's status; owned by the
+pod) and not be being deleted; until then the pod waits in the gated set. PreFilter: a
+claim already allocated may only be used on the nodes its allocation selects; the others
+need allocating (their device classes must exist; a claim another pod is being scheduled
+with is "in the process of being allocated"). Filter: the allocator
+(scheduler/framework/plugins/draallocator.py) finds devices for them on the node, not in
+use by any other claim. Score (upstream's prioritized-list score, weight 2): a node where
+a ``firstAvailable`` request gets an earlier choice scores higher. Reserve holds the
+devices in memory (no other pod gets them); PreBind writes the claim: the
+``resource.kubernetes.io/delete-protection`` finalizer, then ``status.allocation`` and the
+pod in ``status.reservedFor``; Unreserve gives the devices back and takes the pod out of
+``reservedFor`` again. PostFilter: when the pod fits nowhere because a claim allocated
+earlier is available on no node, and no other pod uses it, the allocation is removed so
+that the claim can be allocated again (before DefaultPreemption, as upstream).
+
+Not built (upstream's beta and alpha features): partitionable devices, consumable
+capacity, binding conditions, extended resources backed by devices, pod-group claims,
+the Filter timeout. Devices and slices that use them are not allocated."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.draapi import (
+    FINALIZER,
+    FIRST_AVAILABLE_MAX,
+    Allocation,
+    Consumer,
+    DeviceClassInfo,
+    DeviceID,
+    DraObject,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
+    resource_claim_from_dict,
+)
+from scheduler.framework.interface import (
+    SKIP,
+    SUCCESS,
+    ClusterEvent,
+    CycleState,
+    EventRegistration,
+    PostFilterResult,
+    PreFilterResult,
+    QueueingHint,
+    Status,
+)
+from scheduler.framework.plugins.draallocator import (
+    Allocated,
+    AllocationError,
+    FailedOnNode,
+    allocate,
+    gather_pools,
+    parse_selector,
+)
+from scheduler.framework.plugins.helper import match_node_selector_terms
+from scheduler.framework.plugins.volumebinding import node_relabelled
+from scheduler.framework.waiting_pods import ApiClient
+from scheduler.types import NodeInfo, PodInfo
+
+NAME = "DynamicResources"
+_STATE_KEY = "DynamicResources"
+_API = "/apis/resource.k8s.io/v1"
+
+
+@dataclass
+class DraObjects:
+    """The ResourceClaims (by ``namespace/name``), ResourceSlices and DeviceClasses (by
+    name) as the API server last said, with DynamicResources' assumptions over them
+    (upstream's assume cache and in-flight allocations): an allocation held by Reserve
+    until PreBind writes it, and the claim PreBind wrote, until the informer brings that
+    version or a newer one. Also which devices are in use, kept up to date."""
+
+    claims: dict[str, ResourceClaimInfo] = field(default_factory=dict)
+    slices: dict[str, ResourceSliceInfo] = field(default_factory=dict)
+    classes: dict[str, DeviceClassInfo] = field(default_factory=dict)
+    assumed: dict[str, ResourceClaimInfo] = field(default_factory=dict)
+    in_flight: dict[str, Allocated] = field(default_factory=dict)
+    # Slices by the node they name; those for several nodes; every slice of a pool.
+    node_slices: dict[str, dict[str, ResourceSliceInfo]] = field(default_factory=dict)
+    shared_slices: dict[str, ResourceSliceInfo] = field(default_factory=dict)
+    pools: dict[tuple[str, str], dict[str, ResourceSliceInfo]] = field(default_factory=dict)
+    _in_use: Counter[DeviceID] = field(default_factory=Counter)
+    _using: dict[str, tuple[DeviceID, ...]] = field(default_factory=dict)
+
+    def claim(self, key: str) -> ResourceClaimInfo | None:
+        """The claim as the scheduler sees it: assumed, else the API server's."""
+        return self.assumed.get(key) or self.claims.get(key)
+
+    def in_use(self, did: DeviceID) -> bool:
+        return self._in_use[did] > 0
+
+    def _refresh(self, key: str) -> None:
+        """Recount the devices the claim ``key`` holds (admin access takes none)."""
+        for did in self._using.pop(key, ()):
+            self._in_use[did] -= 1
+            if not self._in_use[did]:
+                del self._in_use[did]
+        pending = self.in_flight.get(key)
+        if pending is not None:
+            devices = pending.devices
+        else:
+            c = self.claim(key)
+            devices = () if c is None or c.allocation is None else c.allocation.devices
+        held = tuple(did for did, admin in devices if not admin)
+        if held:
+            self._using[key] = held
+            for did in held:
+                self._in_use[did] += 1
+
+    def assume(self, claim: ResourceClaimInfo) -> None:
+        """The claim as PreBind wrote it (the API server's answer)."""
+        current = self.claims.get(claim.key)
+        if current is None or current.resource_version < claim.resource_version:
+            self.assumed[claim.key] = claim
+        self._refresh(claim.key)
+
+    def hold(self, key: str, allocated: Allocated) -> None:
+        self.in_flight[key] = allocated
+        self._refresh(key)
+
+    def release(self, key: str, *, restore: bool = False) -> None:
+        self.in_flight.pop(key, None)
+        if restore:
+            self.assumed.pop(key, None)
+        self._refresh(key)
+
+    def set(self, obj: DraObject) -> DraObject | None:
+        """The informer's add or update; returns the object it replaces."""
+        if isinstance(obj, ResourceClaimInfo):
+            old_claim = self.claims.get(obj.key)
+            self.claims[obj.key] = obj
+            mine = self.assumed.get(obj.key)
+            if mine is not None and (
+                obj.resource_version >= mine.resource_version or obj.uid != mine.uid
+            ):
+                del self.assumed[obj.key]
+            self._refresh(obj.key)
+            return old_claim
+        if isinstance(obj, ResourceSliceInfo):
+            old_slice = self.slices.get(obj.name)
+            if old_slice is not None:
+                self._unindex(old_slice)
+            self.slices[obj.name] = obj
+            if obj.node_name:
+                self.node_slices.setdefault(obj.node_name, {})[obj.name] = obj
+            else:
+                self.shared_slices[obj.name] = obj
+            self.pools.setdefault((obj.driver, obj.pool), {})[obj.name] = obj
+            return old_slice
+        old_class = self.classes.get(obj.name)
+        self.classes[obj.name] = obj
+        return old_class
+
+    def _unindex(self, s: ResourceSliceInfo) -> None:
+        if s.node_name:
+            on_node = self.node_slices.get(s.node_name, {})
+            on_node.pop(s.name, None)
+            if not on_node:
+                self.node_slices.pop(s.node_name, None)
+        else:
+            self.shared_slices.pop(s.name, None)
+        pool = self.pools.get((s.driver, s.pool), {})
+        pool.pop(s.name, None)
+        if not pool:
+            self.pools.pop((s.driver, s.pool), None)
+
+    def delete(self, obj: DraObject) -> None:
+        if isinstance(obj, ResourceClaimInfo):
+            self.claims.pop(obj.key, None)
+            self.assumed.pop(obj.key, None)
+            self._refresh(obj.key)
+        elif isinstance(obj, ResourceSliceInfo):
+            old = self.slices.pop(obj.name, None)
+            if old is not None:
+                self._unindex(old)
+        else:
+            self.classes.pop(obj.name, None)
+
+    def candidates(self, node: str) -> Iterable[ResourceSliceInfo]:
+        """The slices that may target ``node``: those naming it, and the shared ones."""
+        yield from self.node_slices.get(node, {}).values()
+        yield from self.shared_slices.values()
+
+    def pool_slices(self, driver: str, pool: str) -> Iterable[ResourceSliceInfo]:
+        return self.pools.get((driver, pool), {}).values()
+
+
+@dataclass(slots=True)
+class _State:
+    claims: tuple[ResourceClaimInfo, ...]  # the pod's, in spec order
+    to_allocate: tuple[int, ...]  # positions of those without an allocation
+    by_node: dict[str, list[Allocated]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    chosen: list[Allocated] | None = None  # Reserve's node's
+
+    def clone(self) -> _State:
+        return _State(
+            self.claims, self.to_allocate, dict(self.by_node), set(self.unavailable), self.chosen
+        )
+
+
+def _consumer(pod: PodInfo) -> Consumer:
+    return Consumer("pods", pod.name, pod.uid)
+
+
+def _reserved_for(claim: ResourceClaimInfo, pod: PodInfo) -> bool:
+    return any(c.uid == pod.uid for c in claim.reserved_for)
+
+
+class DynamicResources:
+    name = NAME
+    node_only_filter = True  # Filter reads the pod's state and the node record only
+
+    def __init__(self, objects: DraObjects, *, client: ApiClient | None = None) -> None:
+        self.objects = objects
+        self.client = client
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ the pod's claims
+    def pod_claims(self, pod: PodInfo) -> tuple[list[ResourceClaimInfo], str]:
+        """The pod's claims, or why they cannot be used yet (upstream's
+        foreachPodResourceClaim)."""
+        out: list[ResourceClaimInfo] = []
+        statuses = dict(pod.claim_statuses)
+        for name, claim_name, template in pod.resource_claims:
+            owned = False
+            if claim_name:
+                resolved = claim_name
+            elif template:
+                if name not in statuses:
+                    return out, f'pod "{pod.key}": ResourceClaim not created yet'
+                resolved = statuses[name]
+                owned = True
+                if not resolved:
+                    continue  # none was needed (upstream skips it)
+            else:
+                return out, (
+                    f'pod "{pod.key}", spec.resourceClaim "{name}": none of the supported '
+                    "fields are set"
+                )
+            claim = self.objects.claim(f"{pod.namespace}/{resolved}")
+            if claim is None:
+                return out, f'resourceclaim.resource.k8s.io "{resolved}" not found'
+            if claim.deleting:
+                return out, f'resourceclaim "{resolved}" is being deleted'
+            if owned and (claim.controller is None or claim.controller[2] != pod.uid):
+                return out, (
+                    f"ResourceClaim {claim.key} was not created for Pod {pod.key} "
+                    "(Pod is not owner)"
+                )
+            out.append(claim)
+        return out, ""
+
+    # ------------------------------------------------------------------ PreEnqueue
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if not pod.resource_claims:
+            return SUCCESS
+        _, problem = self.pod_claims(pod)
+        return Status.unschedulable(problem, plugin=self.name) if problem else SUCCESS
+
+    # ------------------------------------------------------------------ PreFilter
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not pod.resource_claims:
+            return None, SKIP
+        claims, problem = self.pod_claims(pod)
+        if problem:
+            return None, Status.unschedulable(problem, plugin=self.name)
+        if not claims:
+            return None, SKIP
+        to_allocate = []
+        for i, claim in enumerate(claims):
+            if claim.allocation is not None:
+                continue
+            if claim.key in self.objects.in_flight:
+                msg = f"resource claim {claim.key} is in the process of being allocated"
+                return None, Status.unschedulable(msg, plugin=self.name)
+            for req in claim.requests:
+                subs = [(req.name, req.exactly)] if req.exactly is not None else [
+                    (f"{req.name}/{s.name}", s) for s in req.first_available
+                ]
+                if not subs:
+                    msg = f"resource claim {claim.key}, request {req.name}: unknown request type"
+                    return None, Status.unschedulable(msg, plugin=self.name)
+                for qualified, r in subs:
+                    if r is not None and r.device_class not in self.objects.classes:
+                        msg = f"request {qualified}: device class {r.device_class} does not exist"
+                        return None, Status.unschedulable(msg, plugin=self.name)
+            to_allocate.append(i)
+        state.write(_STATE_KEY, _State(tuple(claims), tuple(to_allocate)))
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
+
+    # ------------------------------------------------------------------ Filter
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        st: _State | None = state.read(_STATE_KEY)
+        node = node_info.node
+        if st is None or node is None:
+            return SUCCESS
+        unavailable = []
+        for i, claim in enumerate(st.claims):
+            alloc = claim.allocation
+            if (
+                alloc is not None
+                and alloc.node_selector is not None
+                and not match_node_selector_terms(alloc.node_selector, node.labels, node.name)
+            ):
+                unavailable.append(i)
+        if st.to_allocate:
+            o = self.objects
+            pools = gather_pools(o.candidates(node.name), node, o.pool_slices)
+            claims = [st.claims[i] for i in st.to_allocate]
+            try:
+                found = allocate(claims, node, pools, o.classes, o.in_use)
+            except AllocationError as e:
+                return Status.error(str(e), plugin=self.name)
+            except FailedOnNode as e:
+                return Status.unschedulable(str(e), plugin=self.name)
+            if found is None:
+                return Status.unschedulable("cannot allocate all claims", plugin=self.name)
+        if unavailable:
+            st.unavailable.update(unavailable)
+            return Status.unschedulable(
+                "resourceclaim not available on the node", plugin=self.name
+            )
+        if st.to_allocate:
+            st.by_node[node.name] = found
+        return SUCCESS
+
+    # ------------------------------------------------------------------ PostFilter
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Upstream's deallocation of a claim that is available on no node and that no
+        other pod uses. The status update is sent in the background (our PostFilter point
+        does not wait): its event brings the pod back."""
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None:
+            return None, Status.unschedulable(plugin=self.name)
+        for i in sorted(st.unavailable):
+            claim = self.objects.claim(st.claims[i].key) or st.claims[i]
+            users = claim.reserved_for
+            if claim.allocation is not None and (
+                not users or (len(users) == 1 and users[0].uid == pod.uid)
+            ):
+                if self.client is None:
+                    self.objects.assume(
+                        replace(claim, allocation=None, reserved_for=(),
+                                resource_version=claim.resource_version + 1)
+                    )
+                else:
+                    self._background(self._deallocate(claim))
+                return None, Status.unschedulable(
+                    "deallocation of ResourceClaim completed", plugin=self.name
+                )
+        return None, Status.unschedulable(plugin=self.name)
+
+    async def _deallocate(self, claim: ResourceClaimInfo) -> None:
+        assert self.client is not None
+        body = {
+            "metadata": {"resourceVersion": str(claim.resource_version)},
+            "status": {"allocation": None, "reservedFor": None, "devices": None},
+        }
+        with contextlib.suppress(Exception):  # the claim changed: its event requeues
+            await self.client.request(
+                "PATCH",
+                f"{_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}/status",
+                body=body,
+                content_type="application/merge-patch+json",
+            )
+
+    def _background(self, coro: Any) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(coro)
+        except RuntimeError:  # no loop (a test calling the plugin directly)
+            coro.close()
+            return
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ Score
+    def pre_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
+    ) -> Status:
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None or not any(r.first_available for c in st.claims for r in c.requests):
+            return SKIP  # every node would score 0
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        """Upstream's computeScore: for each subrequest chosen, 8 less its position."""
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None:
+            return 0
+        found = st.by_node.get(node_info.name)
+        if found is None and st.to_allocate:
+            return 0
+        pending = iter(found or ())
+        total = 0
+        for claim in st.claims:
+            alloc = claim.allocation
+            raw = alloc.raw if alloc is not None else next(pending).raw
+            used = {r.get("request") for r in raw.get("devices", {}).get("results", ())}
+            for req in claim.requests:
+                for i, sub in enumerate(req.first_available):
+                    if f"{req.name}/{sub.name}" in used:
+                        total += FIRST_AVAILABLE_MAX - i
+        return total
+
+    def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
+        """Upstream's DefaultNormalizeScore: the highest becomes 100."""
+        top = max(scores, default=0)
+        if top == 0:
+            return
+        for i, s in enumerate(scores):
+            scores[i] = s * 100 // top
+
+    # ------------------------------------------------------------------ Reserve
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None or not st.to_allocate:
+            return SUCCESS
+        found = st.by_node.get(node_name)
+        if found is None:
+            return Status.error("claim allocation not found for node", plugin=self.name)
+        st.chosen = found
+        for i, allocated in zip(st.to_allocate, found, strict=True):
+            self.objects.hold(st.claims[i].key, allocated)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None:
+            return
+        for i, claim in enumerate(st.claims):
+            if i in st.to_allocate and st.chosen is not None:
+                self.objects.release(claim.key, restore=True)
+            current = self.objects.claim(claim.key)
+            if current is not None and current.allocation is not None and _reserved_for(
+                current, pod
+            ):
+                if self.client is None:
+                    users = tuple(c for c in current.reserved_for if c.uid != pod.uid)
+                    self.objects.assume(
+                        replace(current, reserved_for=users,
+                                resource_version=current.resource_version + 1)
+                    )
+                else:
+                    self._background(self._unreserve_api(current, pod))
+
+    async def _unreserve_api(self, claim: ResourceClaimInfo, pod: PodInfo) -> None:
+        assert self.client is not None
+        # A strategic merge patch deleting the pod's entry, as upstream's (the list is
+        # merged by uid).
+        body = {
+            "metadata": {"uid": claim.uid},
+            "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]},
+        }
+        with contextlib.suppress(Exception):  # as upstream: logged there, not retried
+            await self.client.request(
+                "PATCH",
+                f"{_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}/status",
+                body=body,
+                content_type="application/strategic-merge-patch+json",
+            )
+
+    # ------------------------------------------------------------------ PreBind
+    def pre_bind_needed(self, state: CycleState) -> bool:
+        st: _State | None = state.read(_STATE_KEY)
+        return st is not None
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        return SKIP if state.read(_STATE_KEY) is None else SUCCESS
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        st: _State | None = state.read(_STATE_KEY)
+        if st is None:
+            return SUCCESS
+        chosen = dict(zip(st.to_allocate, st.chosen or (), strict=False))
+        for i, claim in enumerate(st.claims):
+            current = self.objects.claim(claim.key) or claim
+            if _reserved_for(current, pod):
+                continue
+            error = await self._bind_claim(current, chosen.get(i), pod)
+            if error:
+                return Status.error(error, plugin=self.name)
+        return SUCCESS
+
+    async def _bind_claim(
+        self, claim: ResourceClaimInfo, allocated: Allocated | None, pod: PodInfo
+    ) -> str:
+        """Upstream's bindClaim: the finalizer, then the allocation and the reservation.
+        Returns an error, or ""."""
+        users = [*claim.reserved_for, _consumer(pod)]
+        if self.client is None:  # simulate: the assumption is the cluster's state
+            alloc = claim.allocation
+            if allocated is not None:
+                alloc = Allocation(
+                    allocated.devices,
+                    parse_selector(allocated.raw.get("nodeSelector")),
+                    allocated.raw,
+                )
+            self.objects.assume(
+                replace(
+                    claim,
+                    allocation=alloc,
+                    reserved_for=tuple(users),
+                    finalizers=tuple(dict.fromkeys((*claim.finalizers, FINALIZER))),
+                    resource_version=claim.resource_version + 1,
+                )
+            )
+            self.objects.release(claim.key)
+            return ""
+        if claim.deleting:
+            return f"claim {claim.key} got deleted in the meantime"
+        path = f"{_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}"
+        version = str(claim.resource_version)
+        status: dict[str, Any] = {"reservedFor": [u.api() for u in users]}
+        try:
+            if allocated is not None:
+                if claim.allocation is not None:
+                    return f"claim {claim.key} got allocated elsewhere in the meantime"
+                if FINALIZER not in claim.finalizers:
+                    answer = await self.client.request(
+                        "PATCH",
+                        path,
+                        body={
+                            "metadata": {
+                                "resourceVersion": version,
+                                "finalizers": [*claim.finalizers, FINALIZER],
+                            }
+                        },
+                        content_type="application/merge-patch+json",
+                    )
+                    version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
+                status["allocation"] = allocated.raw
+            answer = await self.client.request(
+                "PATCH",
+                f"{path}/status",
+                body={"metadata": {"resourceVersion": version}, "status": status},
+                content_type="application/merge-patch+json",
+            )
+        except Exception as e:  # the API's answer, or none: the binding fails
+            what = "add allocation and reservation to" if allocated else "add reservation to"
+            return f"{what} claim {claim.key}: {e or type(e).__name__}"
+        try:
+            written = resource_claim_from_dict(answer)
+        except ValueError:
+            written = None
+        if written is not None:
+            self.objects.assume(written)
+        self.objects.release(claim.key)
+        return ""
+
+    # ------------------------------------------------------------------ events
+    def events_to_register(self) -> Iterable[EventRegistration]:
+        """As upstream's: a node added or relabelled; one of the pod's claims added,
+        changed in its status or deleted with an allocation, or any claim deallocated;
+        a DeviceClass or ResourceSlice added or changed. (The pod's own update that names
+        a generated claim re-runs PreEnqueue.)"""
+
+        def claim_changed(pod: PodInfo, old: object, new: object) -> QueueingHint:
+            if new is None:
+                gone = isinstance(old, ResourceClaimInfo) and old.allocation is not None
+                return QueueingHint.QUEUE if gone else QueueingHint.SKIP
+            if not isinstance(new, ResourceClaimInfo):
+                return QueueingHint.QUEUE
+            claims, problem = self.pod_claims(pod)
+            if problem:
+                return QueueingHint.SKIP
+            if (
+                isinstance(old, ResourceClaimInfo)
+                and old.allocation is not None
+                and new.allocation is None
+            ):
+                return QueueingHint.QUEUE  # devices were freed
+            if not any(c.uid == new.uid for c in claims):
+                return QueueingHint.SKIP
+            if not isinstance(old, ResourceClaimInfo):
+                return QueueingHint.QUEUE
+            same = (
+                (old.allocation.raw if old.allocation else None)
+                == (new.allocation.raw if new.allocation else None)
+                and old.reserved_for == new.reserved_for
+            )
+            return QueueingHint.SKIP if same else QueueingHint.QUEUE
+
+        return [
+            EventRegistration(ClusterEvent("Node", "Add"), None),
+            EventRegistration(ClusterEvent("Node", "Update"), node_relabelled),
+            EventRegistration(ClusterEvent("ResourceClaim", "Add"), claim_changed),
+            EventRegistration(ClusterEvent("ResourceClaim", "Update"), claim_changed),
+            EventRegistration(ClusterEvent("ResourceClaim", "Delete"), claim_changed),
+            EventRegistration(ClusterEvent("DeviceClass", "Add"), None),
+            EventRegistration(ClusterEvent("DeviceClass", "Update"), None),
+            EventRegistration(ClusterEvent("ResourceSlice", "Add"), None),
+            EventRegistration(ClusterEvent("ResourceSlice", "Update"), None),
+        ]
+
+
+__all__ = ["NAME", "DraObjects", "DynamicResources"]

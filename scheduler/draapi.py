@@ -329,7 +329,10 @@ def _tolerations(raw: Any, who: str, where: str) -> tuple[Toleration, ...]:
             raise ParseError(who, f"{where}[{i}].operator", f"unknown {op!r}")
         out.append(
             Toleration(
-                str(tm.get("key") or ""), op, str(tm.get("value") or ""), str(tm.get("effect") or "")
+                str(tm.get("key") or ""),
+                op,
+                str(tm.get("value") or ""),
+                str(tm.get("effect") or ""),
             )
         )
     return tuple(out)
@@ -366,7 +369,9 @@ def _allocation(raw: Any, who: str) -> Allocation | None:
     results = _map(alloc.get("devices"), who, "status.allocation.devices").get("results")
     for i, r in enumerate(_list(results, who, "status.allocation.devices.results")):
         rm = _map(r, who, f"status.allocation.devices.results[{i}]")
-        did = DeviceID(str(rm.get("driver") or ""), str(rm.get("pool") or ""), str(rm.get("device") or ""))
+        did = DeviceID(
+            str(rm.get("driver") or ""), str(rm.get("pool") or ""), str(rm.get("device") or "")
+        )
         devices.append((did, rm.get("adminAccess") is True))
     terms = None
     sel = alloc.get("nodeSelector")
@@ -411,7 +416,9 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
                     raise ParseError(who, f"{where}.firstAvailable[{j}].name", "missing")
                 subs.append(_request(sm, sname, who, f"{where}.firstAvailable[{j}]"))
                 if sm.get("capacity"):
-                    unsupported = f"request {rname}/{sname}: capacity requests (consumable capacity)"
+                    unsupported = (
+                        f"request {rname}/{sname}: capacity requests (consumable capacity)"
+                    )
         else:
             unsupported = unsupported or f"request {rname}: unknown request type"
         requests.append(ClaimRequest(rname, exactly, tuple(subs)))
@@ -443,7 +450,11 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
     controller = None
     for ref in _list(meta.get("ownerReferences"), who, "metadata.ownerReferences"):
         if isinstance(ref, Mapping) and ref.get("controller") is True:
-            controller = (str(ref.get("kind") or ""), str(ref.get("name") or ""), str(ref.get("uid") or ""))
+            controller = (
+                str(ref.get("kind") or ""),
+                str(ref.get("name") or ""),
+                str(ref.get("uid") or ""),
+            )
     deleting = _timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp", who)
     return ResourceClaimInfo(
         namespace=ns,

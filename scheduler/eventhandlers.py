@@ -18,8 +18,8 @@ import structlog
 
 from scheduler.decode import ObjectDecoder
 from scheduler.deltas import Added, Deleted, Delta, Updated
-from scheduler.schedule_one import SchedulerCore
 from scheduler.draapi import DraObject
+from scheduler.schedule_one import SchedulerCore
 from scheduler.types import (
     NodeRecord,
     PDBInfo,

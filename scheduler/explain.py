@@ -543,8 +543,9 @@ def _score(
         out.would_pick = sorted(s.node for s in scores if s.total == best)
         if len(out.would_pick) > 1:
             out.notes.append("the best score is a tie: a cycle picks one of them at random")
-    # VolumeBinding's Reserve only assumes what its Filter chose; it never turns a pod down.
-    reserving = [p.name for p in core.framework.reserve_plugins if p.name != "VolumeBinding"]
+    # VolumeBinding's and DynamicResources' Reserve only assume what their Filter chose;
+    # they never turn a pod down.
+    reserving = [p.name for p in core.framework.reserve_plugins if p.name not in _IN_TREE_BINDING]
     if reserving:
         out.notes.append(
             f"Reserve plugin(s) {', '.join(reserving)} decide once the node is chosen; explain "
@@ -561,7 +562,7 @@ def _score(
     binding = [
         p.name
         for p in core.framework.pre_bind_plugins + core.framework.bind_plugins
-        if p.name != "VolumeBinding"  # its PreBind writes what its Filter chose
+        if p.name not in _IN_TREE_BINDING  # their PreBind writes what their Filter chose
     ]
     if binding:
         out.notes.append(
@@ -569,6 +570,9 @@ def _score(
             "explain does not run them: they may fail the binding (the pod is then retried), "
             "and a Bind plugin may bind the pod itself instead of DefaultBinder"
         )
+
+
+_IN_TREE_BINDING = ("VolumeBinding", "DynamicResources")
 
 
 def _preemption(

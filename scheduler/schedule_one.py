@@ -44,6 +44,7 @@ from scheduler.backend.queue import PriorityQueue, QueuedPodInfo
 from scheduler.backend.queue.events import ANY
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
+from scheduler.draapi import DeviceClassInfo, DraObject, ResourceClaimInfo
 from scheduler.framework.extender import (
     EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
@@ -65,10 +66,9 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.outoftree import PluginRaised
+from scheduler.framework.plugins.dynamicresources import DraObjects
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
-from scheduler.draapi import DeviceClassInfo, DraObject, ResourceClaimInfo
-from scheduler.framework.plugins.dynamicresources import DraObjects
 from scheduler.framework.plugins.volumebinding import VolumeObjects
 from scheduler.framework.preemption import (
     Candidate,

@@ -231,12 +231,15 @@ class LiveScheduler:
             self.informers[kind] = self._informer(
                 kind, decode, h.volume_object(RESOURCES[kind].kind)
             )
-        for kind, decode in (
+        dra: tuple[tuple[str, Callable[[Any], Any]], ...] = (
             ("resourceclaims", d.resource_claim),
             ("resourceslices", d.resource_slice),
             ("deviceclasses", d.device_class),
-        ):
-            self.informers[kind] = self._informer(kind, decode, h.dra_object(RESOURCES[kind].kind))
+        )
+        for kind, decode_dra in dra:
+            self.informers[kind] = self._informer(
+                kind, decode_dra, h.dra_object(RESOURCES[kind].kind)
+            )
         pods_raw, nodes_raw = raw_kinds(config.extenders)
         if pods_raw == "pending":
             names = frozenset(config.scheduler_names)

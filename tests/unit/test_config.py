@@ -149,7 +149,7 @@ def test_top_level_fields() -> None:
             {"postFilter": {"disabled": [{"name": "DefaultPreemption"}]}},
             FILTER_PLUGINS,
             SCORE_PLUGINS,
-            (),
+            ("DynamicResources",),
             {},
             id="disable preemption through postFilter",
         ),
@@ -180,7 +180,7 @@ def test_plugin_sets(
 
 def test_disable_preemption_shorthand() -> None:
     cfg = parse_config({**API, "disablePreemption": True})
-    assert cfg.post_filters == () and not cfg.preemption_enabled
+    assert cfg.post_filters == ("DynamicResources",) and not cfg.preemption_enabled
     assert parse_config({**API, "disablePreemption": False}).preemption_enabled
 
 

@@ -343,7 +343,7 @@ class _Search:
             return None
         base = r.parent.name if r.parent is not None else r.request.name
         full = r.result_name
-        added = []
+        added: list[_MatchAttribute] = []
         for c in self.constraints[ci]:
             if not c.add(base, full, d, s.driver):
                 for done in reversed(added):

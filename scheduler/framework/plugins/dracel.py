@@ -67,8 +67,12 @@ def compile_selector(expression: str) -> _Compiled:
         except Exception as e:  # the library's ValueError, with its caret diagram
             hit = str(e).replace("\n", " ")
         else:
-            attrs = tuple(sorted({d for kind, d in _DOMAIN_REF.findall(expression) if kind == "attributes"}))
-            caps = tuple(sorted({d for kind, d in _DOMAIN_REF.findall(expression) if kind == "capacity"}))
+            attrs = tuple(
+                sorted({d for kind, d in _DOMAIN_REF.findall(expression) if kind == "attributes"})
+            )
+            caps = tuple(
+                sorted({d for kind, d in _DOMAIN_REF.findall(expression) if kind == "capacity"})
+            )
             hit = _Compiled(program, attrs, caps)
         if len(_compiled) >= _CACHE_MAX:
             _compiled.clear()
@@ -95,7 +99,7 @@ def _semver(x: Any) -> tuple[int, int, int, tuple[tuple[int, int | str], ...] | 
     if m.group(4):
         # A numeric identifier sorts before an alphanumeric one (0 before 1).
         pre = tuple((0, int(p)) if p.isdigit() else (1, p) for p in m.group(4).split("."))
-    return int(m.group(1)), int(m.group(2)), int(m.group(3)), pre  # type: ignore[return-value]
+    return int(m.group(1)), int(m.group(2)), int(m.group(3)), pre
 
 
 def _version_key(x: Any) -> tuple[Any, ...]:
@@ -186,8 +190,10 @@ def device_matches(expression: str, device: Device, driver: str) -> bool:
         except Exception as e:
             hit = f"CEL runtime error: {e}"
         else:
-            hit = result if isinstance(result, bool) else (
-                f"CEL result of type {type(result).__name__} could not be converted to bool"
+            hit = (
+                result
+                if isinstance(result, bool)
+                else (f"CEL result of type {type(result).__name__} could not be converted to bool")
             )
         device.matches[expression] = hit
     if isinstance(hit, str):

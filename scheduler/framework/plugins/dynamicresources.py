@@ -288,9 +288,11 @@ class DynamicResources:
                 msg = f"resource claim {claim.key} is in the process of being allocated"
                 return None, Status.unschedulable(msg, plugin=self.name)
             for req in claim.requests:
-                subs = [(req.name, req.exactly)] if req.exactly is not None else [
-                    (f"{req.name}/{s.name}", s) for s in req.first_available
-                ]
+                subs = (
+                    [(req.name, req.exactly)]
+                    if req.exactly is not None
+                    else [(f"{req.name}/{s.name}", s) for s in req.first_available]
+                )
                 if not subs:
                     msg = f"resource claim {claim.key}, request {req.name}: unknown request type"
                     return None, Status.unschedulable(msg, plugin=self.name)
@@ -320,6 +322,7 @@ class DynamicResources:
                 and not match_node_selector_terms(alloc.node_selector, node.labels, node.name)
             ):
                 unavailable.append(i)
+        found: list[Allocated] | None = None
         if st.to_allocate:
             o = self.objects
             pools = gather_pools(o.candidates(node.name), node, o.pool_slices)
@@ -334,10 +337,8 @@ class DynamicResources:
                 return Status.unschedulable("cannot allocate all claims", plugin=self.name)
         if unavailable:
             st.unavailable.update(unavailable)
-            return Status.unschedulable(
-                "resourceclaim not available on the node", plugin=self.name
-            )
-        if st.to_allocate:
+            return Status.unschedulable("resourceclaim not available on the node", plugin=self.name)
+        if found is not None:
             st.by_node[node.name] = found
         return SUCCESS
 
@@ -359,8 +360,12 @@ class DynamicResources:
             ):
                 if self.client is None:
                     self.objects.assume(
-                        replace(claim, allocation=None, reserved_for=(),
-                                resource_version=claim.resource_version + 1)
+                        replace(
+                            claim,
+                            allocation=None,
+                            reserved_for=(),
+                            resource_version=claim.resource_version + 1,
+                        )
                     )
                 else:
                     self._background(self._deallocate(claim))
@@ -450,14 +455,19 @@ class DynamicResources:
             if i in st.to_allocate and st.chosen is not None:
                 self.objects.release(claim.key, restore=True)
             current = self.objects.claim(claim.key)
-            if current is not None and current.allocation is not None and _reserved_for(
-                current, pod
+            if (
+                current is not None
+                and current.allocation is not None
+                and _reserved_for(current, pod)
             ):
                 if self.client is None:
                     users = tuple(c for c in current.reserved_for if c.uid != pod.uid)
                     self.objects.assume(
-                        replace(current, reserved_for=users,
-                                resource_version=current.resource_version + 1)
+                        replace(
+                            current,
+                            reserved_for=users,
+                            resource_version=current.resource_version + 1,
+                        )
                     )
                 else:
                     self._background(self._unreserve_api(current, pod))
@@ -592,11 +602,9 @@ class DynamicResources:
                 return QueueingHint.SKIP
             if not isinstance(old, ResourceClaimInfo):
                 return QueueingHint.QUEUE
-            same = (
-                (old.allocation.raw if old.allocation else None)
-                == (new.allocation.raw if new.allocation else None)
-                and old.reserved_for == new.reserved_for
-            )
+            same = (old.allocation.raw if old.allocation else None) == (
+                new.allocation.raw if new.allocation else None
+            ) and old.reserved_for == new.reserved_for
             return QueueingHint.SKIP if same else QueueingHint.QUEUE
 
         return [

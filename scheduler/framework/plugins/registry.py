@@ -11,6 +11,7 @@ from scheduler.backend.queue.nominator import Nominator
 from scheduler.config import SchedulerConfig
 from scheduler.framework.outoftree import guard, instantiate
 from scheduler.framework.plugins.defaultpreemption import DefaultPreemption
+from scheduler.framework.plugins.dynamicresources import DraObjects, DynamicResources
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.imagelocality import ImageLocality
 from scheduler.framework.plugins.interpodaffinity import InterPodAffinity
@@ -26,7 +27,6 @@ from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
 from scheduler.framework.plugins.volumebinding import VolumeBinding, VolumeObjects
-from scheduler.framework.plugins.dynamicresources import DraObjects, DynamicResources
 from scheduler.framework.plugins.volumerestrictions import VolumeRestrictions
 from scheduler.framework.plugins.volumezone import VolumeZone
 from scheduler.framework.preemption import Evaluator, PreemptionActions

@@ -259,7 +259,7 @@ def quota_core(quota_module: None) -> tuple[SchedulerCore, RecordingRecorder]:
         "profiles": [{"plugins": {"preEnqueue": {"enabled": [{"name": "Quota"}]}}}],
     }
     cfg = parse_config(raw, "sched.yaml")
-    assert cfg.pre_enqueue == ("SchedulingGates", "Quota") and "Quota" not in cfg.filters
+    assert cfg.pre_enqueue == ("SchedulingGates", "DynamicResources", "Quota") and "Quota" not in cfg.filters
     recorder = RecordingRecorder()
     core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), recorder, rng=random.Random(0))
     core.on_node_add(make_node("n1").record())
@@ -308,7 +308,7 @@ def test_pre_enqueue_plugins_join_through_multipoint_and_run_after_scheduling_ga
         "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Quota"}]}}}],
     }
     cfg = parse_config(raw, "sched.yaml")
-    assert cfg.pre_enqueue == ("SchedulingGates", "Quota")
+    assert cfg.pre_enqueue == ("SchedulingGates", "DynamicResources", "Quota")
     core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), RecordingRecorder())
     core.on_pod_add(make_pod("g").gates("example.com/x").info())
     st = core.queue.gated_by(make_pod("g").gates("example.com/x").info())
@@ -479,7 +479,7 @@ def test_reserve_and_post_bind_points_are_configured_like_the_others(
         {**base, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Ledger"}]}}}]},
         "sched.yaml",
     )
-    assert cfg.reserve == ("VolumeBinding", "Ledger") and cfg.post_bind == ("Ledger",)
+    assert cfg.reserve == ("VolumeBinding", "DynamicResources", "Ledger") and cfg.post_bind == ("Ledger",)
     cfg = parse_config(
         {
             **base,
@@ -494,7 +494,7 @@ def test_reserve_and_post_bind_points_are_configured_like_the_others(
         },
         "sched.yaml",
     )
-    assert cfg.reserve == ("VolumeBinding", "Ledger") and cfg.post_bind == ()
+    assert cfg.reserve == ("VolumeBinding", "DynamicResources", "Ledger") and cfg.post_bind == ()
     with pytest.raises(ConfigError, match=r"profiles\[0\]\.plugins\.reserve\.enabled\[0\]"):
         parse_config(
             {"profiles": [{"plugins": {"reserve": {"enabled": [{"name": "NodeName"}]}}}]},
@@ -562,7 +562,7 @@ def prep_core() -> Iterator[tuple[SchedulerCore, RecordingBinder, RecordingRecor
         "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Prep"}]}}}],
     }
     cfg = parse_config(raw, "sched.yaml")
-    assert cfg.pre_bind == ("VolumeBinding", "Prep") and cfg.reserve == ("VolumeBinding", "Prep")
+    assert cfg.pre_bind == ("VolumeBinding", "DynamicResources", "Prep") and cfg.reserve == ("VolumeBinding", "DynamicResources", "Prep")
     binder, recorder = RecordingBinder(), RecordingRecorder()
     core = SchedulerCore(cfg, FakeClock(), binder, recorder, rng=random.Random(0))
     core.on_node_add(make_node("n1").record())
@@ -651,7 +651,7 @@ def test_pre_bind_configuration(prep_core: Any) -> None:
         },
         "sched.yaml",
     )
-    assert cfg.pre_bind == () and cfg.reserve == ("VolumeBinding", "Prep")
+    assert cfg.pre_bind == () and cfg.reserve == ("VolumeBinding", "DynamicResources", "Prep")
 
 
 def test_simulate_runs_pre_bind_and_reports_a_rejected_binding(

@@ -308,7 +308,7 @@ def test_permit_is_configured_for_out_of_tree_plugins_only(gate: Any) -> None:
         },
         "sched.yaml",
     )
-    assert cfg.permit == () and cfg.reserve == ("VolumeBinding", "Gate")
+    assert cfg.permit == () and cfg.reserve == ("VolumeBinding", "DynamicResources", "Gate")
 
 
 def test_updates_of_a_waiting_pod_change_nothing_until_its_deletion_starts(gate: Any) -> None:

@@ -89,7 +89,7 @@ class Ports:
 def _core() -> tuple[SchedulerCore, Ports, FakeClock]:
     cfg = parse_config(CONFIG, "sched.yaml")
     assert cfg.permit == ("Coscheduling",)
-    assert cfg.reserve == ("VolumeBinding", "Coscheduling")
+    assert cfg.reserve == ("VolumeBinding", "DynamicResources", "Coscheduling")
     assert cfg.queue_sort == "Coscheduling"
     ports, clock = Ports(), FakeClock()
     core = SchedulerCore(cfg, clock, ports, ports, rng=random.Random(0), event_recorder=ports)

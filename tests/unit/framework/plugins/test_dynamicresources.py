@@ -56,7 +56,11 @@ def slice_(
 ) -> dict[str, Any]:
     spec: dict[str, Any] = {
         "driver": DRIVER,
-        "pool": {"name": pool or node or name, "generation": generation, "resourceSliceCount": count},
+        "pool": {
+            "name": pool or node or name,
+            "generation": generation,
+            "resourceSliceCount": count,
+        },
         "devices": list(devices),
     }
     if node:
@@ -293,7 +297,9 @@ def test_a_template_s_claim_must_be_named_in_the_status_and_owned_by_the_pod() -
 def test_an_allocated_claim_decides_the_node() -> None:
     allocated = {
         "allocation": {
-            "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "n3", "device": "d"}]},
+            "devices": {
+                "results": [{"request": "gpu", "driver": DRIVER, "pool": "n3", "device": "d"}]
+            },
             "nodeSelector": {
                 "nodeSelectorTerms": [
                     {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n3"]}]}
@@ -308,7 +314,9 @@ def test_an_allocated_claim_decides_the_node() -> None:
 
 
 def test_first_available_takes_the_first_subrequest_that_fits_and_scores_it() -> None:
-    big = device_class("big", f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].mem >= 80')
+    big = device_class(
+        "big", f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].mem >= 80'
+    )
     small = device_class("small", f'device.driver == "{DRIVER}"')
     request = {
         "name": "gpu",
@@ -366,7 +374,10 @@ def test_all_mode_takes_every_matching_device_and_needs_a_complete_pool() -> Non
     )
     r = _one(core, with_claims("p", "c1"))
     assert r.outcome == "error"
-    assert "asks for all devices, but resource pool gpu.example.com/p1 is currently being updated" in r.message
+    assert (
+        "asks for all devices, but resource pool gpu.example.com/p1 is currently being updated"
+        in r.message
+    )
 
 
 def test_a_cel_error_is_an_error_that_names_the_class_and_the_device() -> None:
@@ -378,8 +389,8 @@ def test_a_cel_error_is_an_error_that_names_the_class_and_the_device() -> None:
     r = _one(core, with_claims("p", "c1"))
     assert r.outcome == "error"
     assert (
-        f"class gpu: selector #0 on device {DRIVER}/n2/gpu-0: CEL runtime error: no such key: missing"
-        in r.message
+        f"class gpu: selector #0 on device {DRIVER}/n2/gpu-0: "
+        "CEL runtime error: no such key: missing" in r.message
     )
 
 
@@ -410,7 +421,11 @@ def test_admin_access_may_take_a_device_in_use() -> None:
 
 
 def test_a_shared_slice_s_selector_is_the_allocation_s() -> None:
-    sel = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}]}
+    sel = {
+        "nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}
+        ]
+    }
     client = FakeClient(claim("c1"))
     core, binder = _core(
         device_class(), slice_("net", dev("x"), selector=sel), claim("c1"), client=client
@@ -434,7 +449,9 @@ def test_a_missing_class_leaves_the_pod_waiting_for_one() -> None:
 def test_a_new_slice_or_a_deallocated_claim_brings_the_pod_back() -> None:
     allocated = {
         "allocation": {
-            "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "n2", "device": "gpu-0"}]}
+            "devices": {
+                "results": [{"request": "gpu", "driver": DRIVER, "pool": "n2", "device": "gpu-0"}]
+            }
         },
         "reservedFor": [{"resource": "pods", "name": "x", "uid": "uid-x"}],
     }
@@ -463,7 +480,9 @@ def test_an_unrelated_claim_change_leaves_the_pod_waiting() -> None:
             "ResourceSlice s: spec.devices[0].attributes[x]",
         ),
         (
-            claim("c", {"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "Some"}}),
+            claim(
+                "c", {"name": "r", "exactly": {"deviceClassName": "gpu", "allocationMode": "Some"}}
+            ),
             "ResourceClaim default/c: spec.devices.requests[0].exactly.allocationMode",
         ),
         (

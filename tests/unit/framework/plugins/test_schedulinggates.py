@@ -65,7 +65,7 @@ def test_disabling_the_plugin_schedules_gated_pods_as_if_ungated() -> None:
     cfg = parse_config(
         {"profiles": [{"plugins": {"preEnqueue": {"disabled": [{"name": "SchedulingGates"}]}}}]}
     )
-    assert cfg.pre_enqueue == ()
+    assert cfg.pre_enqueue == ("DynamicResources",)
     core = _core(cfg)
     core.on_pod_add(make_pod("p").req(cpu="1").gates("x").info())
     r = core.schedule_one()

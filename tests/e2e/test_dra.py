@@ -1,0 +1,196 @@
+"""DynamicResources against the real API server (resource.k8s.io/v1) and
+kube-controller-manager's resourceclaim controller: a pod's ResourceClaim is allocated a
+device from the ResourceSlice of a node and the pod is bound there (the claim's finalizer,
+allocation and reservation written by the scheduler); a pod whose claim comes from a
+template waits until the controller has created it; a second pod finds no free device
+(FailedScheduling says so) until the first is deleted and the controller deallocates its
+claim; a claim's CEL selector picks among devices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes.client.exceptions import ApiException
+
+from tests.e2e.conftest import wait_for
+from tests.e2e.kit import Kit, pod_manifest
+
+GROUP, VERSION = "resource.k8s.io", "v1"
+
+
+@pytest.fixture
+def dra(kit: Kit) -> Iterator[tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]]:
+    """The API for resource.k8s.io objects, and the cluster-scoped ones the test makes
+    (deleted after it)."""
+    api = k8s.CustomObjectsApi(kit.cluster.api)
+    made: list[tuple[str, str]] = []
+    yield api, made
+    for plural, name in made:
+        try:
+            api.delete_cluster_custom_object(GROUP, VERSION, plural, name)
+        except ApiException as e:
+            if e.status != 404:
+                raise
+
+
+def _cluster_object(
+    dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]], plural: str, body: dict[str, Any]
+) -> None:
+    api, made = dra
+    body = {"apiVersion": f"{GROUP}/{VERSION}", **body}
+    api.create_cluster_custom_object(GROUP, VERSION, plural, body)
+    made.append((plural, body["metadata"]["name"]))
+
+
+def _slice(name: str, driver: str, node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": driver,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+def _spec(device_class: str, selector: str = "") -> dict[str, Any]:
+    exactly: dict[str, Any] = {"deviceClassName": device_class}
+    if selector:
+        exactly["selectors"] = [{"cel": {"expression": selector}}]
+    return {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}
+
+
+def _claim(kit: Kit, api: k8s.CustomObjectsApi, name: str, spec: dict[str, Any]) -> None:
+    body = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+    api.create_namespaced_custom_object(GROUP, VERSION, kit.ns, "resourceclaims", body)
+
+
+def _read_claim(kit: Kit, api: k8s.CustomObjectsApi, name: str) -> dict[str, Any]:
+    out: dict[str, Any] = api.get_namespaced_custom_object(
+        GROUP, VERSION, kit.ns, "resourceclaims", name
+    )
+    return out
+
+
+def _pod(kit: Kit, name: str, claim: dict[str, str]) -> None:
+    body = pod_manifest(name, node_selector=kit.selector)
+    body["spec"]["resourceClaims"] = [{"name": "gpu", **claim}]
+    kit.core.create_namespaced_pod(kit.ns, body)
+
+
+def _failed_with(kit: Kit, pod: str, text: str) -> str:
+    def found() -> str | None:
+        for ev in kit.events(pod, "FailedScheduling"):
+            if text in str(ev.get("message")):
+                return str(ev["message"])
+        return None
+
+    return str(wait_for(found, 30, f"FailedScheduling of {pod} saying {text!r}"))
+
+
+def test_claims_get_devices_on_the_node_that_has_them(
+    kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
+) -> None:
+    api, _ = dra
+    driver = f"gpu.{kit.ns}.example.com"
+    kit.nodes(2)  # nodes without devices: never the answer
+    (gpu_node,) = kit.nodes(1)
+    klass = f"{kit.ns}-gpu"
+    _cluster_object(
+        dra,
+        "deviceclasses",
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": klass},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    _cluster_object(
+        dra,
+        "resourceslices",
+        _slice(f"{kit.ns}-gpus", driver, gpu_node, [{"name": "gpu-0"}]),
+    )
+    _claim(kit, api, "first", _spec(klass))
+    _pod(kit, "p1", {"resourceClaimName": "first"})
+    assert kit.wait_bound("p1") == gpu_node
+    claim = _read_claim(kit, api, "first")
+    assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert [(r["request"], r["driver"], r["pool"], r["device"]) for r in results] == [
+        ("gpu", driver, gpu_node, "gpu-0")
+    ]
+    p1 = kit.pod("p1")
+    assert p1 is not None
+    assert claim["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "p1", "uid": p1["metadata"]["uid"]}
+    ]
+
+    # A template's claim: created by kube-controller-manager, named in the pod's status.
+    templates = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu-template"},
+        "spec": {"spec": _spec(klass)},
+    }
+    api.create_namespaced_custom_object(
+        GROUP, VERSION, kit.ns, "resourceclaimtemplates", templates
+    )
+    _pod(kit, "p2", {"resourceClaimTemplateName": "gpu-template"})
+    # The only device is taken: p2 waits, and the event says why.
+    _failed_with(kit, "p2", "cannot allocate all claims")
+    assert kit.node_of("p2") == ""
+
+    # p1 goes; the controller takes it out of reservedFor and deallocates the claim: the
+    # device is free again, and that claim change brings p2 back.
+    kit.delete("p1", grace=0)
+    assert kit.wait_bound("p2", timeout=60) == gpu_node
+    p2 = kit.pod("p2")
+    assert p2 is not None
+    (generated,) = p2["status"]["resourceClaimStatuses"]
+    mine = _read_claim(kit, api, generated["resourceClaimName"])
+    assert mine["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-0"
+    assert mine["metadata"]["ownerReferences"][0]["uid"] == p2["metadata"]["uid"]
+
+
+def test_a_selector_picks_the_device_and_an_unknown_class_is_named(
+    kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
+) -> None:
+    api, _ = dra
+    driver = f"acc.{kit.ns}.example.com"
+    small, big = kit.nodes(2)
+    klass = f"{kit.ns}-acc"
+    _cluster_object(
+        dra,
+        "deviceclasses",
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": klass},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    for node, memory in ((small, "16Gi"), (big, "80Gi")):
+        dev = {
+            "name": "acc-0",
+            "attributes": {"model": {"string": f"m-{memory}"}},
+            "capacity": {"memory": {"value": memory}},
+        }
+        _cluster_object(dra, "resourceslices", _slice(f"{kit.ns}-{node}", driver, node, [dev]))
+    wants = f'device.capacity["{driver}"].memory.compareTo(quantity("40Gi")) >= 0'
+    _claim(kit, api, "large", _spec(klass, wants))
+    _pod(kit, "needs-large", {"resourceClaimName": "large"})
+    assert kit.wait_bound("needs-large") == big
+
+    _claim(kit, api, "nowhere", _spec(f"{kit.ns}-no-such-class"))
+    _pod(kit, "no-class", {"resourceClaimName": "nowhere"})
+    _failed_with(kit, "no-class", f"device class {kit.ns}-no-such-class does not exist")
+    assert kit.node_of("no-class") == ""

@@ -44,6 +44,7 @@ from scheduler.framework.preemption import (
     pick_one_node_for_preemption_steps,
 )
 from scheduler.schedule_one import SchedulerCore, num_feasible_nodes_to_find
+from scheduler.draapi import DraObject
 from scheduler.types import (
     NodeInfo,
     ParseError,
@@ -78,6 +79,9 @@ LIST_KINDS = (
     "csidrivers",
     "volumeattachments",
     "csistoragecapacities",
+    "resourceclaims",
+    "resourceslices",
+    "deviceclasses",
 )
 # The selectors of system default spreading: list kind -> object kind.
 SELECTOR_LISTS = {
@@ -367,6 +371,16 @@ def _load(
             vol = decoded(kind, decode_volume, obj)
             if vol is not None:
                 core.on_volume_object_set(vol)
+    dra_lists: tuple[tuple[str, str, Callable[[dict[str, Any]], DraObject]], ...] = (
+        ("resourceclaims", "ResourceClaim", decoder.resource_claim),
+        ("resourceslices", "ResourceSlice", decoder.resource_slice),
+        ("deviceclasses", "DeviceClass", decoder.device_class),
+    )
+    for plural, kind, decode_dra in dra_lists:
+        for obj in objects.get(plural, []):
+            dra_obj = decoded(kind, decode_dra, obj)
+            if dra_obj is not None:
+                core.on_dra_object_set(dra_obj)
     for obj in objects.get("pods", []):
         if _key_of(obj) == target:
             continue

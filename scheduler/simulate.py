@@ -54,6 +54,7 @@ from scheduler.schedule_one import (
     SchedulerCore,
     binding_step_outcome,
 )
+from scheduler.draapi import DraObject
 from scheduler.types import (
     NodeRecord,
     ParseError,
@@ -89,6 +90,8 @@ VOLUME_KINDS = (
     "VolumeAttachment",
     "CSIStorageCapacity",
 )
+# DynamicResources'.
+DRA_KINDS = ("ResourceClaim", "ResourceSlice", "DeviceClass")
 KINDS = (
     "Node",
     "Pod",
@@ -97,6 +100,7 @@ KINDS = (
     "Namespace",
     *SELECTOR_KINDS,
     *VOLUME_KINDS,
+    *DRA_KINDS,
 )
 DUMP_COMMAND = (
     "kubectl get namespaces,nodes,pods,pdb,priorityclasses,services,replicationcontrollers,"
@@ -210,6 +214,7 @@ class _Input:
     pdbs: dict[str, PDBInfo] = field(default_factory=dict)
     selectors: list[tuple[str, ServiceInfo | SelectorObject]] = field(default_factory=list)
     volumes: list[VolumeObject] = field(default_factory=list)
+    dra: list[DraObject] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
     placements: dict[str, str | None] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
@@ -262,6 +267,12 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
             inp.volumes.append(_guarded(d, decoder.volume_attachment))
         elif kind == "CSIStorageCapacity":
             inp.volumes.append(_guarded(d, decoder.csi_storage_capacity))
+        elif kind == "ResourceClaim":
+            inp.dra.append(_guarded(d, decoder.resource_claim))
+        elif kind == "ResourceSlice":
+            inp.dra.append(_guarded(d, decoder.resource_slice))
+        elif kind == "DeviceClass":
+            inp.dra.append(_guarded(d, decoder.device_class))
         elif kind != "PriorityClass":
             inp.notes.append(f"{d.where}: kind {kind!r} ignored")
     if not inp.selectors:
@@ -365,6 +376,8 @@ class _Simulation:
             core.on_selector_object_set(kind, rec)
         for vol in self.inp.volumes:
             core.on_volume_object_set(vol)
+        for obj in self.inp.dra:
+            core.on_dra_object_set(obj)
         for pod in self.inp.bound.values():
             core.on_pod_add(pod)
         self._sync_pdbs(deleted=())

@@ -142,9 +142,7 @@ def test_claims_get_devices_on_the_node_that_has_them(
         "metadata": {"name": "gpu-template"},
         "spec": {"spec": _spec(klass)},
     }
-    api.create_namespaced_custom_object(
-        GROUP, VERSION, kit.ns, "resourceclaimtemplates", templates
-    )
+    api.create_namespaced_custom_object(GROUP, VERSION, kit.ns, "resourceclaimtemplates", templates)
     _pod(kit, "p2", {"resourceClaimTemplateName": "gpu-template"})
     # The only device is taken: p2 waits, and the event says why.
     _failed_with(kit, "p2", "cannot allocate all claims")

@@ -14,14 +14,17 @@ import pytest
 from scheduler.backend.queue import GATED_Q, UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
+from scheduler.decode import Document
 from scheduler.draapi import (
     FINALIZER,
     device_class_from_dict,
     resource_claim_from_dict,
     resource_slice_from_dict,
 )
+from scheduler.explain import explain
 from scheduler.framework.plugins.dynamicresources import DynamicResources
 from scheduler.schedule_one import SchedulerCore, binding_step_outcome
+from scheduler.simulate import simulate
 from scheduler.types import ParseError
 from tests.builders import make_node, make_pod
 from tests.unit.fakes import RecordingBinder, RecordingRecorder
@@ -496,3 +499,43 @@ def test_parsing_names_the_object_and_the_field(obj: dict[str, Any], where: str)
     with pytest.raises(ParseError) as e:
         parse(obj)
     assert str(e.value).startswith(where)
+
+
+def _node_obj(name: str) -> dict[str, Any]:
+    built: dict[str, Any] = (
+        make_node(name)
+        .alloc(cpu="4", memory="8Gi", pods=110)
+        .label("kubernetes.io/hostname", name)
+        .obj()
+    )
+    return built
+
+
+def test_simulate_allocates_from_the_dump_s_slices_one_device_per_claim() -> None:
+    objs = [
+        _node_obj("n1"),
+        _node_obj("n2"),
+        *GPUS,
+        claim("c1"),
+        claim("c2"),
+        with_claims("p", "c1").obj(),
+        with_claims("q", "c2").obj(),
+    ]
+    docs = [Document("dump.yaml", i + 1, o) for i, o in enumerate(objs)]
+    result = simulate(docs, SchedulerConfig())
+    assert result.placements == {"default/p": "n2", "default/q": None}
+
+
+def test_explain_names_the_nodes_without_a_free_device() -> None:
+    objs = {
+        "nodes": [_node_obj("n1"), _node_obj("n2")],
+        "pods": [with_claims("p", "c1").obj()],
+        "resourceclaims": [claim("c1")],
+        "resourceslices": [GPUS[1]],
+        "deviceclasses": [GPUS[0]],
+    }
+    e = explain("default/p", lambda kind: objs.get(kind, []), SchedulerConfig())
+    assert {v.node: (v.fits, v.plugin, v.reasons) for v in e.nodes} == {
+        "n1": (False, "DynamicResources", ("cannot allocate all claims",)),
+        "n2": (True, "", ()),
+    }

@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 from scheduler.clock import RealClock
 from scheduler.config import SchedulerConfig, extenders_note
 from scheduler.decode import ObjectDecoder
+from scheduler.draapi import DraObject
 from scheduler.framework.interface import CODE_NAMES, Code, CycleState, Status
 from scheduler.framework.plugins.defaultpreemption import prefixed
 from scheduler.framework.preemption import (
@@ -44,7 +45,6 @@ from scheduler.framework.preemption import (
     pick_one_node_for_preemption_steps,
 )
 from scheduler.schedule_one import SchedulerCore, num_feasible_nodes_to_find
-from scheduler.draapi import DraObject
 from scheduler.types import (
     NodeInfo,
     ParseError,

@@ -45,6 +45,7 @@ from scheduler.backend.queue import BACKOFF_Q, GATED_Q, UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
 from scheduler.config import ConfigError, SchedulerConfig, extenders_note, load_config
 from scheduler.decode import Document, InputError, ObjectDecoder, load_documents
+from scheduler.draapi import DraObject
 from scheduler.framework.interface import Status
 from scheduler.framework.preemption import Candidate
 from scheduler.schedule_one import (
@@ -54,7 +55,6 @@ from scheduler.schedule_one import (
     SchedulerCore,
     binding_step_outcome,
 )
-from scheduler.draapi import DraObject
 from scheduler.types import (
     NodeRecord,
     ParseError,

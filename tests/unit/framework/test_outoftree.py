@@ -259,7 +259,10 @@ def quota_core(quota_module: None) -> tuple[SchedulerCore, RecordingRecorder]:
         "profiles": [{"plugins": {"preEnqueue": {"enabled": [{"name": "Quota"}]}}}],
     }
     cfg = parse_config(raw, "sched.yaml")
-    assert cfg.pre_enqueue == ("SchedulingGates", "DynamicResources", "Quota") and "Quota" not in cfg.filters
+    assert (
+        cfg.pre_enqueue == ("SchedulingGates", "DynamicResources", "Quota")
+        and "Quota" not in cfg.filters
+    )
     recorder = RecordingRecorder()
     core = SchedulerCore(cfg, FakeClock(), RecordingBinder(), recorder, rng=random.Random(0))
     core.on_node_add(make_node("n1").record())
@@ -479,7 +482,9 @@ def test_reserve_and_post_bind_points_are_configured_like_the_others(
         {**base, "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Ledger"}]}}}]},
         "sched.yaml",
     )
-    assert cfg.reserve == ("VolumeBinding", "DynamicResources", "Ledger") and cfg.post_bind == ("Ledger",)
+    assert cfg.reserve == ("VolumeBinding", "DynamicResources", "Ledger") and cfg.post_bind == (
+        "Ledger",
+    )
     cfg = parse_config(
         {
             **base,
@@ -562,7 +567,11 @@ def prep_core() -> Iterator[tuple[SchedulerCore, RecordingBinder, RecordingRecor
         "profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "Prep"}]}}}],
     }
     cfg = parse_config(raw, "sched.yaml")
-    assert cfg.pre_bind == ("VolumeBinding", "DynamicResources", "Prep") and cfg.reserve == ("VolumeBinding", "DynamicResources", "Prep")
+    assert cfg.pre_bind == ("VolumeBinding", "DynamicResources", "Prep") and cfg.reserve == (
+        "VolumeBinding",
+        "DynamicResources",
+        "Prep",
+    )
     binder, recorder = RecordingBinder(), RecordingRecorder()
     core = SchedulerCore(cfg, FakeClock(), binder, recorder, rng=random.Random(0))
     core.on_node_add(make_node("n1").record())

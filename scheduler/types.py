@@ -473,11 +473,11 @@ class PodInfo:
     # Its inline volumes of in-tree plugins migrated to CSI drivers, by volume name, with
     # their translation (NodeVolumeLimits counts them; rare).
     migrated: tuple[tuple[str, Translated], ...] = ()
-    # spec.resourceClaims (DynamicResources): (name, resourceClaimName,
-    # resourceClaimTemplateName), one of the two set; and status.resourceClaimStatuses:
-    # (name, resourceClaimName; "" when none was generated).
-    resource_claims: tuple[tuple[str, str, str], ...] = ()
-    claim_statuses: tuple[tuple[str, str], ...] = ()
+    # spec.resourceClaims (DynamicResources), each with its status.resourceClaimStatuses
+    # entry: (name, resourceClaimName, resourceClaimTemplateName, the generated claim's
+    # name: None while the status names none, "" when none was needed). One field: a pod
+    # without claims pays one slot.
+    resource_claims: tuple[tuple[str, str, str, str | None], ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -1209,21 +1209,23 @@ def pod_from_dict(
     pod.disks = tuple(disks) if disks else ()
     pod.migrated = tuple(migrated) if migrated else ()
     raw_claims = spec.get("resourceClaims")
-    if raw_claims:
-        pod.resource_claims, pod.claim_statuses = _resource_claims(
-            raw_claims, status.get("resourceClaimStatuses"), who
-        )
-    else:
-        pod.resource_claims = pod.claim_statuses = ()
+    pod.resource_claims = (
+        _resource_claims(raw_claims, status.get("resourceClaimStatuses"), who) if raw_claims else ()
+    )
     return _seal(pod)
 
 
 def _resource_claims(
     raw: Any, statuses: Any, who: str
-) -> tuple[tuple[tuple[str, str, str], ...], tuple[tuple[str, str], ...]]:
-    """spec.resourceClaims and status.resourceClaimStatuses (see PodInfo)."""
+) -> tuple[tuple[str, str, str, str | None], ...]:
+    """spec.resourceClaims with status.resourceClaimStatuses (see PodInfo)."""
     if not isinstance(raw, list):
         raise ParseError(who, "spec.resourceClaims", "expected a list")
+    generated: dict[str, str] = {}
+    for i, s in enumerate(statuses or ()):
+        if not isinstance(s, Mapping) or not isinstance(s.get("name"), str):
+            raise ParseError(who, f"status.resourceClaimStatuses[{i}].name", "expected a name")
+        generated[s["name"]] = str(s.get("resourceClaimName") or "")
     claims = []
     for i, c in enumerate(raw):
         if not isinstance(c, Mapping) or not isinstance(c.get("name"), str) or not c["name"]:
@@ -1233,14 +1235,10 @@ def _resource_claims(
                 c["name"],
                 str(c.get("resourceClaimName") or ""),
                 str(c.get("resourceClaimTemplateName") or ""),
+                generated.get(c["name"]),
             )
         )
-    out = []
-    for i, s in enumerate(statuses or ()):
-        if not isinstance(s, Mapping) or not isinstance(s.get("name"), str):
-            raise ParseError(who, f"status.resourceClaimStatuses[{i}].name", "expected a name")
-        out.append((s["name"], str(s.get("resourceClaimName") or "")))
-    return tuple(claims), tuple(out)
+    return tuple(claims)
 
 
 # Node features a pod can require (k8s.io/component-helpers/nodedeclaredfeatures v0.37: of

@@ -29,6 +29,7 @@ from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
 from scheduler.decode import ObjectDecoder, loads_without_managed_fields
 from scheduler.eventhandlers import EventHandlers
+from scheduler.framework.plugins.dracel import load_cel
 from scheduler.kube.binder import Binder
 from scheduler.kube.client import KubeClient, load_configuration
 from scheduler.kube.events import EventRecorder
@@ -125,6 +126,7 @@ class LiveScheduler:
         self.metrics = metrics or Metrics()
         self._tasks: set[asyncio.Task[Any]] = set()
         self.decoder = ObjectDecoder()
+        load_cel()  # DynamicResources' CEL: imported now, not by the first cycle that needs it
         namespace_labels: dict[str, dict[str, str]] = {}
 
         # In this process: the writer itself; else the event process, with this writer as

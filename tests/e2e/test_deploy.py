@@ -202,6 +202,8 @@ CLUSTER_RULES = {
     ("", "pods/status", "patch", ANY),  # conditions, nominatedNodeName
     ("", "persistentvolumes", "patch", ANY),  # VolumeBinding's claimRef
     ("", "persistentvolumeclaims", "patch", ANY),  # ... and selected-node
+    ("resource.k8s.io", "resourceclaims", "patch", ANY),  # DynamicResources' finalizer
+    ("resource.k8s.io", "resourceclaims/status", "patch", ANY),  # ... allocation, reservedFor
     ("events.k8s.io", "events", "create", ANY),  # Scheduled, FailedScheduling, Preempted
     ("events.k8s.io", "events", "patch", ANY),  # event series
     ("authentication.k8s.io", "tokenreviews", "create", ANY),  # the secure port's scrapers

@@ -38,3 +38,58 @@ def test_cycles_of_every_kind_import_no_module() -> None:
         check=True,
     )
     assert out.stdout.split() == []
+
+
+DRA_SCRIPT = """
+import random, sys
+import scheduler.operator  # what `py-scheduler run` imports
+from scheduler.framework.plugins.dracel import load_cel
+load_cel()  # as LiveScheduler does at start
+from scheduler.clock import FakeClock
+from scheduler.config import SchedulerConfig
+from scheduler.draapi import (
+    device_class_from_dict, resource_claim_from_dict, resource_slice_from_dict,
+)
+from scheduler.schedule_one import SchedulerCore
+from scheduler.types import node_from_dict, pod_from_dict
+from tests.unit.fakes import RecordingBinder, RecordingRecorder
+core = SchedulerCore(
+    SchedulerConfig(), FakeClock(), RecordingBinder(), RecordingRecorder(), rng=random.Random(0)
+)
+core.on_node_add(node_from_dict({
+    "metadata": {"name": "n1"},
+    "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},
+}))
+core.on_dra_object_set(device_class_from_dict({"metadata": {"name": "gpu"}, "spec": {
+    "selectors": [{"cel": {"expression": 'device.capacity["d"].m.compareTo(quantity("1")) >= 0'}}]
+}}))
+core.on_dra_object_set(resource_slice_from_dict({"metadata": {"name": "s"}, "spec": {
+    "driver": "d", "nodeName": "n1", "pool": {"name": "n1"},
+    "devices": [{"name": "x", "capacity": {"m": {"value": "2"}}}],
+}}))
+core.on_dra_object_set(resource_claim_from_dict({
+    "metadata": {"name": "c", "namespace": "default"},
+    "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu"}}]}},
+}))
+before = set(sys.modules)
+core.on_pod_add(pod_from_dict({
+    "metadata": {"name": "p", "namespace": "default", "uid": "u"},
+    "spec": {"schedulerName": "py-scheduler", "containers": [{"name": "c"}],
+             "resourceClaims": [{"name": "r", "resourceClaimName": "c"}]},
+}))
+r = core.schedule_one()
+assert r is not None and r.node == "n1", r
+print("\\n".join(sorted(set(sys.modules) - before)))
+"""
+
+
+def test_a_cycle_that_evaluates_device_selectors_imports_no_module() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", DRA_SCRIPT],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert out.stdout.split() == []

@@ -769,5 +769,5 @@ def _scheduling_relevant(p: PodInfo) -> tuple[Any, ...]:
         p.labels,
         p.priority,
         p.required_features,
-        p.claim_statuses,  # a generated ResourceClaim named (DynamicResources)
+        p.resource_claims,  # with the generated ResourceClaims' names (DynamicResources)
     )

@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import cel
-
 from scheduler.draapi import Device, Version
 from scheduler.quantity import parse_quantity
 
@@ -58,12 +56,25 @@ class _Compiled:
 _compiled: dict[str, _Compiled | str] = {}
 
 
+def _cel() -> Any:
+    """The ``cel`` module, imported on first use: its package imports its command line's
+    libraries too (~100 ms), which ``simulate`` and pods without claims need not pay. The
+    live scheduler calls ``load_cel`` at start, so that no scheduling cycle imports it."""
+    import cel
+
+    return cel
+
+
+def load_cel() -> None:
+    _cel()
+
+
 def compile_selector(expression: str) -> _Compiled:
     """The compiled expression (cached); raises CelError with the compiler's message."""
     hit = _compiled.get(expression)
     if hit is None:
         try:
-            program = cel.compile(expression)
+            program = _cel().compile(expression)
         except Exception as e:  # the library's ValueError, with its caret diagram
             hit = str(e).replace("\n", " ")
         else:
@@ -179,7 +190,7 @@ def device_matches(expression: str, device: Device, driver: str) -> bool:
             c = compile_selector(expression)
         except CelError as e:
             raise CelError(f"CEL compile error: {e}") from None
-        ctx = cel.Context()
+        ctx = _cel().Context()
         for name, fn in _FUNCTIONS.items():
             ctx.add_function(name, fn)
         ctx.add_variable("device", _activation(device, driver, c))
@@ -201,4 +212,4 @@ def device_matches(expression: str, device: Device, driver: str) -> bool:
     return hit
 
 
-__all__ = ["CelError", "compile_selector", "device_matches"]
+__all__ = ["CelError", "compile_selector", "device_matches", "load_cel"]

@@ -232,15 +232,14 @@ class DynamicResources:
         """The pod's claims, or why they cannot be used yet (upstream's
         foreachPodResourceClaim)."""
         out: list[ResourceClaimInfo] = []
-        statuses = dict(pod.claim_statuses)
-        for name, claim_name, template in pod.resource_claims:
+        for name, claim_name, template, generated in pod.resource_claims:
             owned = False
             if claim_name:
                 resolved = claim_name
             elif template:
-                if name not in statuses:
+                if generated is None:
                     return out, f'pod "{pod.key}": ResourceClaim not created yet'
-                resolved = statuses[name]
+                resolved = generated
                 owned = True
                 if not resolved:
                     continue  # none was needed (upstream skips it)

@@ -28,6 +28,7 @@ from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
 from scheduler.decode import ObjectDecoder, loads_without_managed_fields
+from scheduler.errors import ApiCallError
 from scheduler.eventhandlers import EventHandlers
 from scheduler.framework.plugins.dracel import load_cel
 from scheduler.kube.binder import Binder
@@ -95,6 +96,8 @@ RESOURCES = {
         "DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", namespaced=False
     ),
 }
+DRA_GROUP_PATH = "/apis/resource.k8s.io/v1"
+DRA_KINDS = ("resourceclaims", "resourceslices", "deviceclasses")
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
 
 
@@ -306,6 +309,7 @@ class LiveScheduler:
             tasks.append(
                 asyncio.create_task(self.event_writer.maintain_series(), name="event-series")
             )
+        await self._drop_unserved_dra()
         first = {k: i for k, i in self.informers.items() if k != "pods"}
         tasks += [asyncio.create_task(i.run(), name=f"informer-{k}") for k, i in first.items()]
         # `py-scheduler run` starts with the collector off (scheduler.cli); it is back on
@@ -331,6 +335,26 @@ class LiveScheduler:
             for t in tasks:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _drop_unserved_dra(self) -> None:
+        """An API server that does not serve resource.k8s.io/v1 (older than 1.34, or with
+        the group turned off) would leave DynamicResources' informers listing forever and
+        the scheduler never synced: their kinds are then dropped, with a warning. Pods
+        with ResourceClaims wait (their claims are never found), as nothing could run
+        them. Any other failure of the check keeps the informers (they retry)."""
+        try:
+            await self.client.request("GET", DRA_GROUP_PATH)
+        except ApiCallError as e:
+            if e.status != 404:
+                return
+            for kind in DRA_KINDS:
+                self.informers.pop(kind, None)
+            log.warning(
+                "dra_not_served",
+                group=DRA_GROUP_PATH,
+                effect="no ResourceClaims, ResourceSlices or DeviceClasses are watched; "
+                "pods with resourceClaims stay pending",
+            )
 
     async def stop(self, *, drain_seconds: float | None = None) -> None:
         """Stop taking pods, then wait (bounded) for bindings and API calls in flight, then
@@ -413,7 +437,12 @@ async def list_cluster(
                 q: dict[str, Any] = {"limit": 500}
                 if cont:
                     q["continue"] = cont
-                page = await client.request("GET", res.path, query=q)
+                try:
+                    page = await client.request("GET", res.path, query=q)
+                except ApiCallError as e:
+                    if e.status == 404 and kind in DRA_KINDS:  # resource.k8s.io/v1 not served
+                        break
+                    raise
                 items.extend(page.get("items") or [])
                 cont = str((page.get("metadata") or {}).get("continue") or "")
                 if not cont:

@@ -1569,3 +1569,21 @@ def test_a_plugin_s_events_name_its_own_profile(monkeypatch: pytest.MonkeyPatch)
         assert ev["reportingController"] == "second"
 
     _run(go())
+
+
+def test_an_api_server_without_resource_k8s_io_v1_drops_the_dra_informers() -> None:
+    """resource.k8s.io/v1 not served (404): the three informers would never sync."""
+    h = Harness()
+    h.api.fail("GET", "/apis/resource.k8s.io/v1", 404)
+    _run(h.live._drop_unserved_dra())
+    assert not {"resourceclaims", "resourceslices", "deviceclasses"} & set(h.live.informers)
+    assert "pods" in h.live.informers
+
+
+@pytest.mark.parametrize("status", [None, 500])
+def test_a_served_or_unanswered_dra_group_keeps_the_informers(status: int | None) -> None:
+    h = Harness()
+    if status:
+        h.api.fail("GET", "/apis/resource.k8s.io/v1", status)
+    _run(h.live._drop_unserved_dra())
+    assert {"resourceclaims", "resourceslices", "deviceclasses"} <= set(h.live.informers)

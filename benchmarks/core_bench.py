@@ -35,6 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
+from scheduler.draapi import (
+    device_class_from_dict,
+    resource_claim_from_dict,
+    resource_slice_from_dict,
+)
 from scheduler.framework.interface import CycleState, Status
 from scheduler.framework.preemption import Candidate
 from scheduler.schedule_one import BindOutcome, SchedulerCore
@@ -51,9 +56,12 @@ class _Ports:
     def __init__(self) -> None:
         self.core: SchedulerCore | None = None
         self.pending: list[tuple[PodInfo, str]] = []
+        self.cycles: list[Any] = []  # binding cycles (pods with PreBind work: claims)
 
-    def bind(self, pod: PodInfo, node_name: str) -> None:
+    def bind(self, pod: PodInfo, node_name: str, cycle: Any = None) -> None:
         self.pending.append((pod, node_name))
+        if cycle is not None:
+            self.cycles.append(cycle)
 
     def scheduled(self, pod: PodInfo, node_name: str) -> None:
         return None
@@ -221,6 +229,97 @@ def bench_throughput(nodes: int, pods: int, *, owned: bool = False) -> dict[str,
     }
 
 
+DRIVER = "gpu.bench.example.com"
+
+
+def bench_dra(nodes: int, pods: int, devices: int = 8) -> dict[str, Any]:
+    """Pods with one ResourceClaim each (one device of a class whose CEL selector reads
+    the driver and an attribute) on nodes that each publish a ResourceSlice of ``devices``
+    devices: DynamicResources allocates on every node Filter visits, Reserve holds the
+    device, and PreBind (no API server: the assumption becomes the claim) writes it."""
+    import asyncio
+
+    from scheduler.framework.plugins.dracel import load_cel
+
+    load_cel()  # as the live scheduler does at start
+    core, ports = build(nodes, 10)
+    selector = f'device.driver == "{DRIVER}" && device.attributes["{DRIVER}"].model == "a100"'
+    core.on_dra_object_set(
+        device_class_from_dict(
+            {
+                "metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": selector}}]},
+            }
+        )
+    )
+    for i in range(nodes):
+        node = f"node-{i}"
+        devs = [
+            {
+                "name": f"gpu-{d}",
+                "attributes": {"model": {"string": "a100"}, "index": {"int": d}},
+                "capacity": {"memory": {"value": "40Gi"}},
+            }
+            for d in range(devices)
+        ]
+        core.on_dra_object_set(
+            resource_slice_from_dict(
+                {
+                    "metadata": {"name": f"{node}-gpus"},
+                    "spec": {
+                        "driver": DRIVER,
+                        "nodeName": node,
+                        "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                        "devices": devs,
+                    },
+                }
+            )
+        )
+    request = {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}
+    for i in range(pods):
+        core.on_dra_object_set(
+            resource_claim_from_dict(
+                {
+                    "metadata": {"name": f"c-{i}", "namespace": "bench", "uid": f"c-{i}"},
+                    "spec": {"devices": {"requests": [request]}},
+                }
+            )
+        )
+        pod = _pod(f"p-{i}", cpu="100m", memory="500Mi")
+        claims = (("gpu", f"c-{i}", "", None),)
+        core.queue.add(replace(pod, resource_claims=claims))
+    loop = asyncio.new_event_loop()
+    cycles: list[float] = []
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        r = core.schedule_one()
+        if r is None:
+            break
+        for cycle in ports.cycles:
+            cycle.begin()
+            loop.run_until_complete(cycle.finish_async())
+        ports.cycles.clear()
+        for pod, node in ports.pending:
+            core.on_bind_result(pod.key, BindOutcome.OK)
+            core.on_pod_update(None, replace(pod, node_name=node, phase="Running"))
+        ports.pending.clear()
+        cycles.append(time.perf_counter() - t0)
+    total = time.perf_counter() - start
+    loop.close()
+    allocated = sum(1 for c in core.dra.claims.values() if core.dra.claim(c.key).allocation)  # type: ignore[union-attr]
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "devices_per_node": devices,
+        "allocated_claims": allocated,
+        "pods_per_second": round(len(cycles) / total, 1),
+        "first_cycle_ms": round(cycles[0] * 1000, 1) if cycles else None,
+        "cycle_p50_ms": round(pct(cycles, 0.5) * 1000, 3),
+        "cycle_p99_ms": round(pct(cycles, 0.99) * 1000, 3),
+    }
+
+
 def bench_memory(nodes: int, per_node: int = 10) -> dict[str, Any]:
     """Python heap (tracemalloc) held by the core per node and per bound pod: nodes are
     added first, then their pods, and each step's growth is divided by its count."""
@@ -280,6 +379,12 @@ def main() -> int:
     ap.add_argument("--sizes", default="100,1000,5000")
     ap.add_argument("--pods", type=int, default=2000)
     ap.add_argument("--preemption-runs", type=int, default=30)
+    ap.add_argument(
+        "--dra-pods",
+        type=int,
+        default=500,
+        help="pods with a ResourceClaim each, per size (0: none)",
+    )
     ap.add_argument("--json", help="write the raw results here")
     ap.add_argument("--scalar", action="store_true", help="node-by-node paths, no numpy")
     ap.add_argument(
@@ -312,6 +417,16 @@ def main() -> int:
                 f"{r['pods_per_second']:8.1f} pods/s "
                 f"p50={r['cycle_p50_ms']} ms p99={r['cycle_p99_ms']} ms "
                 f"first={r['first_cycle_ms']} ms",
+                flush=True,
+            )
+        if args.dra_pods > 0:
+            d = bench_dra(n, args.dra_pods)
+            out.setdefault("dra", []).append(d)
+            print(
+                f"dra         nodes={n:5d} pods={d['pods']} (one claim each, "
+                f"{d['allocated_claims']} allocated): {d['pods_per_second']:8.1f} pods/s "
+                f"p50={d['cycle_p50_ms']} ms p99={d['cycle_p99_ms']} ms "
+                f"first={d['first_cycle_ms']} ms",
                 flush=True,
             )
     big = max(sizes)

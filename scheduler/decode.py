@@ -36,9 +36,11 @@ import yaml
 
 from scheduler.draapi import (
     DeviceClassInfo,
+    DeviceTaintRuleInfo,
     ResourceClaimInfo,
     ResourceSliceInfo,
     device_class_from_dict,
+    device_taint_rule_from_dict,
     resource_claim_from_dict,
     resource_slice_from_dict,
 )
@@ -600,6 +602,10 @@ class ObjectDecoder:
 
     def resource_slice(self, raw: Raw) -> ResourceSliceInfo:
         out: ResourceSliceInfo = _guard("ResourceSlice", raw, resource_slice_from_dict)
+        return out
+
+    def device_taint_rule(self, raw: Raw) -> DeviceTaintRuleInfo:
+        out: DeviceTaintRuleInfo = _guard("DeviceTaintRule", raw, device_taint_rule_from_dict)
         return out
 
     def device_class(self, raw: Raw) -> DeviceClassInfo:

@@ -165,7 +165,28 @@ class ResourceClaimInfo:
         return f"{self.namespace}/{self.name}"
 
 
-DraObject = ResourceClaimInfo | ResourceSliceInfo | DeviceClassInfo
+@dataclass(frozen=True, slots=True)
+class DeviceTaintRuleInfo:
+    """A DeviceTaintRule: ``taint`` on the devices its selector names (an unset field
+    matches any); without a selector it applies to none, as upstream's."""
+
+    name: str
+    driver: str | None
+    pool: str | None
+    device: str | None
+    taint: Taint | None
+    resource_version: int = 0
+
+    def applies(self, did: DeviceID) -> bool:
+        return (
+            self.taint is not None
+            and (self.driver is None or self.driver == did.driver)
+            and (self.pool is None or self.pool == did.pool)
+            and (self.device is None or self.device == did.device)
+        )
+
+
+DraObject = ResourceClaimInfo | ResourceSliceInfo | DeviceClassInfo | DeviceTaintRuleInfo
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -231,13 +252,10 @@ def _device(raw: Any, driver: str, who: str, where: str) -> Device:
         if not isinstance(q, str | int):
             raise ParseError(who, f"{where}.capacity[{key}].value", "expected a quantity")
         capacity[_qualified(key, driver)] = str(q)
-    taints = []
-    for i, t in enumerate(_list(d.get("taints"), who, f"{where}.taints")):
-        tm = _map(t, who, f"{where}.taints[{i}]")
-        effect = str(tm.get("effect") or "")
-        if effect not in TAINT_EFFECTS:
-            raise ParseError(who, f"{where}.taints[{i}].effect", f"unknown {effect!r}")
-        taints.append(Taint(str(tm.get("key") or ""), str(tm.get("value") or ""), effect))
+    taints = [
+        _taint(t, who, f"{where}.taints[{i}]")
+        for i, t in enumerate(_list(d.get("taints"), who, f"{where}.taints"))
+    ]
     unsupported = ""
     for feature, label in (
         ("consumesCounters", "consumesCounters (partitionable devices)"),
@@ -317,6 +335,36 @@ def device_class_from_dict(obj: Obj) -> DeviceClassInfo:
     )
     return DeviceClassInfo(
         name, _selectors(spec.get("selectors"), who, "spec.selectors"), config, _version(meta)
+    )
+
+
+def _taint(raw: Any, who: str, where: str) -> Taint:
+    tm = _map(raw, who, where)
+    effect = str(tm.get("effect") or "")
+    if effect not in TAINT_EFFECTS:
+        raise ParseError(who, f"{where}.effect", f"unknown {effect!r}")
+    return Taint(str(tm.get("key") or ""), str(tm.get("value") or ""), effect)
+
+
+def device_taint_rule_from_dict(obj: Obj) -> DeviceTaintRuleInfo:
+    meta = _map(obj.get("metadata"), "DeviceTaintRule", "metadata")
+    name = str(meta.get("name") or "")
+    who = f"DeviceTaintRule {name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    spec = _map(obj.get("spec"), who, "spec")
+    sel = spec.get("deviceSelector")
+    taint = _taint(spec.get("taint"), who, "spec.taint")
+    if sel is None:
+        return DeviceTaintRuleInfo(name, None, None, None, None, _version(meta))
+    sm = _map(sel, who, "spec.deviceSelector")
+
+    def field_(key: str) -> str | None:
+        v = sm.get(key)
+        return None if v is None else str(v)
+
+    return DeviceTaintRuleInfo(
+        name, field_("driver"), field_("pool"), field_("device"), taint, _version(meta)
     )
 
 
@@ -487,11 +535,13 @@ __all__ = [
     "DeviceClassInfo",
     "DeviceID",
     "DeviceRequest",
+    "DeviceTaintRuleInfo",
     "DraObject",
     "ResourceClaimInfo",
     "ResourceSliceInfo",
     "Version",
     "device_class_from_dict",
+    "device_taint_rule_from_dict",
     "resource_claim_from_dict",
     "resource_slice_from_dict",
 ]

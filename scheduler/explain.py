@@ -82,6 +82,7 @@ LIST_KINDS = (
     "resourceclaims",
     "resourceslices",
     "deviceclasses",
+    "devicetaintrules",
 )
 # The selectors of system default spreading: list kind -> object kind.
 SELECTOR_LISTS = {
@@ -375,6 +376,7 @@ def _load(
         ("resourceclaims", "ResourceClaim", decoder.resource_claim),
         ("resourceslices", "ResourceSlice", decoder.resource_slice),
         ("deviceclasses", "DeviceClass", decoder.device_class),
+        ("devicetaintrules", "DeviceTaintRule", decoder.device_taint_rule),
     )
     for plural, kind, decode_dra in dra_lists:
         for obj in objects.get(plural, []):

@@ -44,7 +44,7 @@ from scheduler.backend.queue import PriorityQueue, QueuedPodInfo
 from scheduler.backend.queue.events import ANY
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
-from scheduler.draapi import DeviceClassInfo, DraObject, ResourceClaimInfo
+from scheduler.draapi import DeviceClassInfo, DeviceTaintRuleInfo, DraObject, ResourceClaimInfo
 from scheduler.framework.extender import (
     EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
@@ -147,6 +147,8 @@ _VOLUME_RESOURCES: dict[type, str] = {
 def _dra_resource(obj: DraObject) -> str:
     if isinstance(obj, ResourceClaimInfo):
         return "ResourceClaim"
+    if isinstance(obj, DeviceTaintRuleInfo):
+        return "DeviceTaintRule"
     return "DeviceClass" if isinstance(obj, DeviceClassInfo) else "ResourceSlice"
 
 
@@ -685,17 +687,24 @@ class SchedulerCore:
             self.queue.move_all_to_active_or_backoff(event, obj, None)
 
     def on_dra_object_set(self, obj: DraObject) -> None:
-        """A ResourceClaim, ResourceSlice or DeviceClass was added or changed:
-        DynamicResources reads it, and the pods its hints wait for are moved."""
+        """A ResourceClaim, ResourceSlice, DeviceClass or DeviceTaintRule was added or
+        changed: DynamicResources reads it, and the pods its hints wait for are moved. (A
+        DeviceTaintRule is seen as the update of the slices it patches, as upstream's.)"""
         old = self.dra.set(obj)
+        if isinstance(obj, DeviceTaintRuleInfo):
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("ResourceSlice", "Update"))
+            return
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent(_dra_resource(obj), "Add" if old is None else "Update"), old, obj
         )
 
     def on_dra_object_delete(self, obj: DraObject) -> None:
-        """One of those objects was deleted (a claim's deletion is an event)."""
+        """One of those objects was deleted (a claim's deletion is an event, and a
+        DeviceTaintRule's, as the update of the slices it patched)."""
         self.dra.delete(obj)
-        if isinstance(obj, ResourceClaimInfo) or self.extenders:
+        if isinstance(obj, DeviceTaintRuleInfo):
+            self.queue.move_all_to_active_or_backoff(ClusterEvent("ResourceSlice", "Update"))
+        elif isinstance(obj, ResourceClaimInfo) or self.extenders:
             event = ClusterEvent(_dra_resource(obj), "Delete")
             self.queue.move_all_to_active_or_backoff(event, obj, None)
 

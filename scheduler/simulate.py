@@ -91,7 +91,7 @@ VOLUME_KINDS = (
     "CSIStorageCapacity",
 )
 # DynamicResources'.
-DRA_KINDS = ("ResourceClaim", "ResourceSlice", "DeviceClass")
+DRA_KINDS = ("ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule")
 KINDS = (
     "Node",
     "Pod",
@@ -273,6 +273,8 @@ def _parse(documents: Sequence[Document], config: SchedulerConfig) -> _Input:
             inp.dra.append(_guarded(d, decoder.resource_slice))
         elif kind == "DeviceClass":
             inp.dra.append(_guarded(d, decoder.device_class))
+        elif kind == "DeviceTaintRule":
+            inp.dra.append(_guarded(d, decoder.device_taint_rule))
         elif kind != "PriorityClass":
             inp.notes.append(f"{d.where}: kind {kind!r} ignored")
     if not inp.selectors:

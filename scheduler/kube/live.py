@@ -95,9 +95,12 @@ RESOURCES = {
     "deviceclasses": Resource(
         "DeviceClass", "/apis/resource.k8s.io/v1/deviceclasses", namespaced=False
     ),
+    "devicetaintrules": Resource(
+        "DeviceTaintRule", "/apis/resource.k8s.io/v1/devicetaintrules", namespaced=False
+    ),
 }
 DRA_GROUP_PATH = "/apis/resource.k8s.io/v1"
-DRA_KINDS = ("resourceclaims", "resourceslices", "deviceclasses")
+DRA_KINDS = ("resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules")
 DECODE_ERRORS = (ParseError, UnknownPriorityClassError, ValueError, TypeError, AttributeError)
 
 
@@ -240,6 +243,7 @@ class LiveScheduler:
             ("resourceclaims", d.resource_claim),
             ("resourceslices", d.resource_slice),
             ("deviceclasses", d.device_class),
+            ("devicetaintrules", d.device_taint_rule),
         )
         for kind, decode_dra in dra:
             self.informers[kind] = self._informer(
@@ -338,22 +342,27 @@ class LiveScheduler:
 
     async def _drop_unserved_dra(self) -> None:
         """An API server that does not serve resource.k8s.io/v1 (older than 1.34, or with
-        the group turned off) would leave DynamicResources' informers listing forever and
-        the scheduler never synced: their kinds are then dropped, with a warning. Pods
-        with ResourceClaims wait (their claims are never found), as nothing could run
+        the group turned off), or not one of its kinds (DeviceTaintRules are served in v1
+        from 1.37), would leave that informer listing forever and the scheduler never
+        synced: the kinds it does not list (discovery) are dropped, with a warning. Pods
+        with ResourceClaims then wait (their claims are never found), as nothing could run
         them. Any other failure of the check keeps the informers (they retry)."""
         try:
-            await self.client.request("GET", DRA_GROUP_PATH)
+            answer = await self.client.request("GET", DRA_GROUP_PATH)
         except ApiCallError as e:
             if e.status != 404:
                 return
-            for kind in DRA_KINDS:
-                self.informers.pop(kind, None)
+            answer = {}
+        served = {str(r.get("name")) for r in answer.get("resources") or () if isinstance(r, dict)}
+        missing = [k for k in DRA_KINDS if k not in served and k in self.informers]
+        for kind in missing:
+            del self.informers[kind]
+        if missing:
             log.warning(
                 "dra_not_served",
                 group=DRA_GROUP_PATH,
-                effect="no ResourceClaims, ResourceSlices or DeviceClasses are watched; "
-                "pods with resourceClaims stay pending",
+                kinds=missing,
+                effect="not watched: DynamicResources sees none of them",
             )
 
     async def stop(self, *, drain_seconds: float | None = None) -> None:

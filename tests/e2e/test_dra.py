@@ -4,7 +4,8 @@ device from the ResourceSlice of a node and the pod is bound there (the claim's 
 allocation and reservation written by the scheduler); a pod whose claim comes from a
 template waits until the controller has created it; a second pod finds no free device
 (FailedScheduling says so) until the first is deleted and the controller deallocates its
-claim; a claim's CEL selector picks among devices."""
+claim; a claim's CEL selector picks among devices; a DeviceTaintRule keeps a device
+unallocated until it is deleted."""
 
 from __future__ import annotations
 
@@ -160,7 +161,7 @@ def test_claims_get_devices_on_the_node_that_has_them(
     assert mine["metadata"]["ownerReferences"][0]["uid"] == p2["metadata"]["uid"]
 
 
-def test_a_selector_picks_the_device_and_an_unknown_class_is_named(
+def test_a_selector_picks_the_device_a_taint_rule_keeps_one_free_and_an_unknown_class_is_named(
     kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
 ) -> None:
     api, _ = dra
@@ -187,6 +188,27 @@ def test_a_selector_picks_the_device_and_an_unknown_class_is_named(
     _claim(kit, api, "large", _spec(klass, wants))
     _pod(kit, "needs-large", {"resourceClaimName": "large"})
     assert kit.wait_bound("needs-large") == big
+
+    # A DeviceTaintRule on the small node's device: a claim that takes any device finds
+    # none (the large one is taken) until the rule is deleted.
+    rule = f"{kit.ns}-maintenance"
+    _cluster_object(
+        dra,
+        "devicetaintrules",
+        {
+            "kind": "DeviceTaintRule",
+            "metadata": {"name": rule},
+            "spec": {
+                "deviceSelector": {"driver": driver, "pool": small},
+                "taint": {"key": "maintenance", "effect": "NoSchedule"},
+            },
+        },
+    )
+    _claim(kit, api, "any", _spec(klass))
+    _pod(kit, "needs-any", {"resourceClaimName": "any"})
+    _failed_with(kit, "needs-any", "cannot allocate all claims")
+    api.delete_cluster_custom_object(GROUP, VERSION, "devicetaintrules", rule)
+    assert kit.wait_bound("needs-any", timeout=60) == small
 
     _claim(kit, api, "nowhere", _spec(f"{kit.ns}-no-such-class"))
     _pod(kit, "no-class", {"resourceClaimName": "nowhere"})

@@ -35,7 +35,7 @@ from scheduler.draapi import (
 )
 from scheduler.framework.plugins.dracel import CelError, device_matches
 from scheduler.framework.plugins.helper import match_node_selector_terms
-from scheduler.types import NodeRecord, _node_selector_terms
+from scheduler.types import NodeRecord, Taint, _node_selector_terms
 
 
 class AllocationError(Exception):
@@ -173,7 +173,9 @@ class _Search:
         pools: list[Pool],
         classes: Mapping[str, DeviceClassInfo],
         in_use: Callable[[DeviceID], bool],
+        rule_taints: Callable[[DeviceID], tuple[Taint, ...]],
     ) -> None:
+        self.rule_taints = rule_taints
         self.claims = claims
         self.pools = pools
         self.classes = classes
@@ -339,7 +341,7 @@ class _Search:
                 return None
         elif self.busy(did):
             return None
-        if _taint_blocks(d, r.request):
+        if _taint_blocks(d.taints, r.request) or _taint_blocks(self.rule_taints(did), r.request):
             return None
         base = r.parent.name if r.parent is not None else r.request.name
         full = r.result_name
@@ -369,8 +371,8 @@ class _Search:
         return undo
 
 
-def _taint_blocks(d: Device, req: DeviceRequest) -> bool:
-    for taint in d.taints:
+def _taint_blocks(taints: tuple[Taint, ...], req: DeviceRequest) -> bool:
+    for taint in taints:
         if taint.effect in ("NoSchedule", "NoExecute") and not any(
             t.tolerates(taint) for t in req.tolerations
         ):
@@ -393,11 +395,13 @@ def allocate(
     pools: list[Pool],
     classes: Mapping[str, DeviceClassInfo],
     in_use: Callable[[DeviceID], bool],
+    rule_taints: Callable[[DeviceID], tuple[Taint, ...]] = lambda did: (),
 ) -> list[Allocated] | None:
-    """Devices for every claim on ``node``, or None when they do not fit. Raises
+    """Devices for every claim on ``node``, or None when they do not fit (``rule_taints``:
+    the taints DeviceTaintRules put on a device). Raises
     AllocationError (the claims cannot be allocated anywhere as they stand) or
     FailedOnNode (nothing fits and a pool of the node is invalid)."""
-    search = _Search(claims, pools, classes, in_use)
+    search = _Search(claims, pools, classes, in_use, rule_taints)
     search.prepare()
     if not search.one(0, 0, 0, 0, False):
         if any(p.invalid for p in pools):

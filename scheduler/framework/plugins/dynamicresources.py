@@ -39,6 +39,7 @@ from scheduler.draapi import (
     Consumer,
     DeviceClassInfo,
     DeviceID,
+    DeviceTaintRuleInfo,
     DraObject,
     ResourceClaimInfo,
     ResourceSliceInfo,
@@ -66,7 +67,7 @@ from scheduler.framework.plugins.draallocator import (
 from scheduler.framework.plugins.helper import match_node_selector_terms
 from scheduler.framework.plugins.volumebinding import node_relabelled
 from scheduler.framework.waiting_pods import ApiClient
-from scheduler.types import NodeInfo, PodInfo
+from scheduler.types import NodeInfo, PodInfo, Taint
 
 NAME = "DynamicResources"
 _STATE_KEY = "DynamicResources"
@@ -84,6 +85,7 @@ class DraObjects:
     claims: dict[str, ResourceClaimInfo] = field(default_factory=dict)
     slices: dict[str, ResourceSliceInfo] = field(default_factory=dict)
     classes: dict[str, DeviceClassInfo] = field(default_factory=dict)
+    taint_rules: dict[str, DeviceTaintRuleInfo] = field(default_factory=dict)
     assumed: dict[str, ResourceClaimInfo] = field(default_factory=dict)
     in_flight: dict[str, Allocated] = field(default_factory=dict)
     # Slices by the node they name; those for several nodes; every slice of a pool.
@@ -99,6 +101,12 @@ class DraObjects:
 
     def in_use(self, did: DeviceID) -> bool:
         return self._in_use[did] > 0
+
+    def rule_taints(self, did: DeviceID) -> tuple[Taint, ...]:
+        """The taints DeviceTaintRules put on the device (upstream patches its slice)."""
+        if not self.taint_rules:
+            return ()
+        return tuple(r.taint for r in self.taint_rules.values() if r.taint and r.applies(did))
 
     def _refresh(self, key: str) -> None:
         """Recount the devices the claim ``key`` holds (admin access takes none)."""
@@ -158,6 +166,10 @@ class DraObjects:
                 self.shared_slices[obj.name] = obj
             self.pools.setdefault((obj.driver, obj.pool), {})[obj.name] = obj
             return old_slice
+        if isinstance(obj, DeviceTaintRuleInfo):
+            old_rule = self.taint_rules.get(obj.name)
+            self.taint_rules[obj.name] = obj
+            return old_rule
         old_class = self.classes.get(obj.name)
         self.classes[obj.name] = obj
         return old_class
@@ -184,6 +196,8 @@ class DraObjects:
             old = self.slices.pop(obj.name, None)
             if old is not None:
                 self._unindex(old)
+        elif isinstance(obj, DeviceTaintRuleInfo):
+            self.taint_rules.pop(obj.name, None)
         else:
             self.classes.pop(obj.name, None)
 
@@ -327,7 +341,7 @@ class DynamicResources:
             pools = gather_pools(o.candidates(node.name), node, o.pool_slices)
             claims = [st.claims[i] for i in st.to_allocate]
             try:
-                found = allocate(claims, node, pools, o.classes, o.in_use)
+                found = allocate(claims, node, pools, o.classes, o.in_use, o.rule_taints)
             except AllocationError as e:
                 return Status.error(str(e), plugin=self.name)
             except FailedOnNode as e:

@@ -28,7 +28,23 @@ class FakeKube:
         # (method, path, priority): the priority each call was made with (apiCallOrder)
         self.priorities: list[tuple[str, str, int | None]] = []
         self.failures: dict[tuple[str, str], list[ApiError]] = defaultdict(list)
-        self.replies: dict[tuple[str, str], dict[str, Any]] = {}
+        self.replies: dict[tuple[str, str], dict[str, Any]] = {
+            # Discovery of resource.k8s.io/v1, as a v1.37 API server answers it.
+            ("GET", "/apis/resource.k8s.io/v1"): {
+                "kind": "APIResourceList",
+                "resources": [
+                    {"name": n}
+                    for n in (
+                        "deviceclasses",
+                        "devicetaintrules",
+                        "resourceclaims",
+                        "resourceclaims/status",
+                        "resourceclaimtemplates",
+                        "resourceslices",
+                    )
+                ],
+            }
+        }
         self.lists: dict[str, list[dict[str, Any]]] = {}  # path -> pages
         self.list_queries: list[Mapping[str, Any]] = []
         self.list_loads: list[Any] = []  # the decoder each LIST asked for

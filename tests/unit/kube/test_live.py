@@ -1571,13 +1571,26 @@ def test_a_plugin_s_events_name_its_own_profile(monkeypatch: pytest.MonkeyPatch)
     _run(go())
 
 
+DRA_INFORMERS = {"resourceclaims", "resourceslices", "deviceclasses", "devicetaintrules"}
+
+
 def test_an_api_server_without_resource_k8s_io_v1_drops_the_dra_informers() -> None:
-    """resource.k8s.io/v1 not served (404): the three informers would never sync."""
+    """resource.k8s.io/v1 not served (404): the informers would never sync."""
     h = Harness()
     h.api.fail("GET", "/apis/resource.k8s.io/v1", 404)
     _run(h.live._drop_unserved_dra())
-    assert not {"resourceclaims", "resourceslices", "deviceclasses"} & set(h.live.informers)
+    assert not DRA_INFORMERS & set(h.live.informers)
     assert "pods" in h.live.informers
+
+
+def test_a_kind_the_group_does_not_list_is_not_watched() -> None:
+    """A 1.34-1.36 API server serves resource.k8s.io/v1 without DeviceTaintRules."""
+    h = Harness()
+    h.api.replies[("GET", "/apis/resource.k8s.io/v1")] = {
+        "resources": [{"name": n} for n in ("deviceclasses", "resourceclaims", "resourceslices")]
+    }
+    _run(h.live._drop_unserved_dra())
+    assert DRA_INFORMERS - set(h.live.informers) == {"devicetaintrules"}
 
 
 @pytest.mark.parametrize("status", [None, 500])
@@ -1586,4 +1599,4 @@ def test_a_served_or_unanswered_dra_group_keeps_the_informers(status: int | None
     if status:
         h.api.fail("GET", "/apis/resource.k8s.io/v1", status)
     _run(h.live._drop_unserved_dra())
-    assert {"resourceclaims", "resourceslices", "deviceclasses"} <= set(h.live.informers)
+    assert DRA_INFORMERS <= set(h.live.informers)

@@ -18,6 +18,7 @@ from scheduler.decode import Document
 from scheduler.draapi import (
     FINALIZER,
     device_class_from_dict,
+    device_taint_rule_from_dict,
     resource_claim_from_dict,
     resource_slice_from_dict,
 )
@@ -539,3 +540,29 @@ def test_explain_names_the_nodes_without_a_free_device() -> None:
         "n1": (False, "DynamicResources", ("cannot allocate all claims",)),
         "n2": (True, "", ()),
     }
+
+
+def test_a_device_taint_rule_taints_the_devices_it_selects_until_deleted() -> None:
+    rule = {
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "maintenance"},
+        "spec": {
+            "deviceSelector": {"driver": DRIVER, "pool": "n2"},
+            "taint": {"key": "maintenance", "effect": "NoExecute"},
+        },
+    }
+    unselective = {
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "no-selector"},
+        "spec": {"taint": {"key": "everything", "effect": "NoSchedule"}},
+    }
+    core, _ = _core(*GPUS, claim("c1"))
+    core.on_dra_object_set(device_taint_rule_from_dict(unselective))  # applies to nothing
+    core.on_dra_object_set(device_taint_rule_from_dict(rule))
+    assert _one(core, with_claims("p", "c1")).outcome == "unschedulable"
+    core.on_dra_object_delete(device_taint_rule_from_dict(rule))  # as a slice update
+    assert core.queue.where("default/p") != UNSCHEDULABLE_Q
+    core.clock.step(20)  # type: ignore[attr-defined]
+    core.flush()
+    r = core.schedule_one()
+    assert r is not None and r.node == "n2"

@@ -480,12 +480,28 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             def get(scenario: str, sched: str) -> Mapping[str, Any] | None:
                 return summarize_repeats(each(scenario, sched))
 
-            for scenario in ("throughput", "deployments"):
+            for scenario in ("throughput", "deployments", "dra"):
                 tk, tp = get(scenario, KUBE), get(scenario, PY)
                 if tk is None and tp is None:
                     continue
                 what = "" if scenario == "throughput" else f" ({scenario})"
                 of = _repeats_note(tk, tp)
+                if scenario == "dra":
+                    # Correctness: a device is never given to two claims.
+                    for sched, dra_run in ((PY, tp), (KUBE, tk)):
+                        claims = (dra_run or {}).get("allocated_claims") or {}
+                        most = claims.get("max_claims_per_device")
+                        if most is not None:
+                            add(
+                                f"claims per device (dra), {sched}",
+                                size,
+                                mode,
+                                float(most),
+                                "<=",
+                                1.0,
+                                f"{claims.get('allocated')} of {claims.get('claims')} claims "
+                                "allocated",
+                            )
 
                 def paired(key: str, op: str, scenario: str = scenario) -> str:
                     pairs = pairs_meeting(
@@ -569,7 +585,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     }
                 )
             # Correctness: no node may end up with more requested cpu than it has.
-            for scenario in ("throughput", "deployments", "preemption"):
+            for scenario in ("throughput", "deployments", "preemption", "dra"):
                 ok, op_ = get(scenario, KUBE), get(scenario, PY)
                 oc_py = None if op_ is None else op_.get("overcommitted_nodes")
                 oc_kube = None if ok is None else ok.get("overcommitted_nodes")
@@ -878,6 +894,15 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             'latency (client): the watch seeing the pod to the watch seeing it bound; "create '
             's" is how long kube-controller-manager took to create every pod; limiter start '
             "(paced runs) counts from the first Deployment created.",
+        ),
+        "dra": (
+            "## Dynamic resource allocation",
+            "A backlog of pods that each have a ResourceClaim of their own for one device "
+            "(a DeviceClass whose CEL selector reads the driver and an attribute), on nodes "
+            "that each publish a ResourceSlice of 16 devices: both schedulers allocate a "
+            "device per pod and write the claim (finalizer, allocation, reservation) before "
+            "the Binding. pods/s and CPU ms/pod from the first bind to the last, as the "
+            "throughput backlog's.",
         ),
     }
     for scenario, (title, text) in intro.items():

@@ -50,6 +50,12 @@ or made anew for every run with --fresh-nodes), measures:
    defaults the Deployments are paced too (one every 50 / --paced-rate seconds), and
    latency_due counts from the time each pod's Deployment was due.
 
+5. dra (not in the default --scenarios; a backlog only): the throughput backlog with
+   dynamic resource allocation: every node publishes a ResourceSlice of 16 devices, every
+   pod has a ResourceClaim of its own for one device (a DeviceClass with a CEL selector);
+   both schedulers allocate and write the claims. Also recorded: how many claims ended
+   allocated and the most claims one device was given (1, or a double allocation).
+
 Each scenario runs with both schedulers at their shipped client QPS/burst defaults (50/100)
 and with an equal unthrottled client (5000/5000); the throughput scenario also with a
 backlog (5000/5000). py-scheduler is profiled (py-spy, else
@@ -69,7 +75,7 @@ so that one report holds both.
 
 Usage:
     python benchmarks/cluster_bench.py [--size small|large|xl|both|all|LIST] [--out DIR]
-        [--scenarios throughput,deployments,preemption] [--modes defaults,equal,backlog]
+        [--scenarios throughput,deployments,preemption,dra] [--modes defaults,equal,backlog]
         [--schedulers kube,py] [--repeat N] [--paced-repeat N] [--unthrottled-repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
         [--scheduler-cpus CORES [--limit-main-only]] [--py-config FIELD=VALUE ...]
@@ -160,6 +166,12 @@ SIZES = {
 # --size: one name, a comma-separated list, "both" (small,large) or "all" (small,large,xl).
 XL_NODES = 2000  # from this many nodes the control plane gets kwok's longer node lease
 SIZE_GROUPS = {"both": ("small", "large"), "all": ("small", "large", "xl")}
+# The dra scenario: devices per node (small: 100 nodes x 16 for 1000 pods), their driver
+# and class, and where slices live.
+DRA_DEVICES = 16
+DRA_DRIVER = "gpu.bench.example.com"
+DRA_CLASS = "bench-gpu"
+DRA_SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 # The deployments scenario: Deployments of this many replicas, in these PriorityClasses.
 DEPLOYMENT_REPLICAS = 50
 DEPLOYMENT_CLASSES = (("bench-dep-low", 10), ("bench-dep-mid", 100), ("bench-dep-high", 1000))
@@ -1555,24 +1567,30 @@ class Bench:
         )
         return record
 
-    def backlog(self, size: Size, which: str) -> dict[str, Any]:
+    def backlog(self, size: Size, which: str, scenario: str = "throughput") -> dict[str, Any]:
         """Every pod created before the scheduler starts, then the scheduler started (a
         restart or a failover with work waiting, a burst faster than any client): its own
         rate with no client in the loop. On 2 cores the equal client's pods/s at the small
         size is how fast the benchmark can create pods (both schedulers keep up), not how
         fast either schedules. Here pods/s and CPU ms per pod count from the first bind the
         watch sees to the last; what the scheduler spent before its first bind (start-up,
-        the LIST of the backlog, its caches) is recorded beside them."""
+        the LIST of the backlog, its caches) is recorded beside them.
+
+        ``scenario`` "dra": the same with dynamic resource allocation: every node publishes
+        a ResourceSlice of ``DRA_DEVICES`` devices, every pod has a ResourceClaim of its own
+        for one device of a DeviceClass whose CEL selector reads the driver and an
+        attribute; the scheduler allocates a device for each pod and writes its claim
+        (finalizer, allocation, reservation) before the Binding."""
         mode = "backlog"
-        run_id, run_dir = self._new_run("throughput", size, mode, which)
+        run_id, run_dir = self._new_run(scenario, size, mode, which)
         nodes, pods = size.nodes, size.pods
-        log(f"{run_id}: throughput, {which}, {nodes} nodes / {pods} pods, a backlog")
+        log(f"{run_id}: {scenario}, {which}, {nodes} nodes / {pods} pods, a backlog")
         ns = self.fresh_namespace(run_id)
-        self.fresh_nodes(nodes, run_id)
+        node_names = self.fresh_nodes(nodes, run_id)
         proc = self.new_scheduler(which, EQUAL_QPS, run_dir)
         watch = PodWatch(self.client, ns).start()
         record: dict[str, Any] = {
-            "scenario": "throughput",
+            "scenario": scenario,
             "size": size.name,
             "qps_mode": mode,
             "qps": EQUAL_QPS,
@@ -1590,6 +1608,13 @@ class Bench:
 
         watch.on_first_bound["tp"] = first_bind
         bodies = [pod_body(f"tp-{i:05d}", proc.scheduler_name) for i in range(pods)]
+        if scenario == "dra":
+            self.dra_objects(ns, node_names, pods)
+            record["devices_per_node"] = DRA_DEVICES
+            for i, body in enumerate(bodies):
+                body["spec"]["resourceClaims"] = [
+                    {"name": "gpu", "resourceClaimName": f"c-{i:05d}"}
+                ]
         try:
             sent, _ = self.create_pods(ns, bodies)
             created = time.time()
@@ -1636,7 +1661,11 @@ class Bench:
             watch_errors=watch.errors[:5],
             log=str(proc.log_path),
         )
+        if scenario == "dra":
+            record["allocated_claims"] = self.allocated_claims(ns)
         self.drop_namespace(ns)
+        if scenario == "dra":
+            self._delete_all(DRA_SLICES, 300, labelSelector=f"bench={BENCH_LABEL}")
         log(
             f"{run_id}: {record['bound']}/{pods} bound, first bind {record['first_bind_seconds']}"
             f" s after the start, then {record['pods_per_second']} pods/s, CPU "
@@ -1644,6 +1673,84 @@ class Bench:
             f"the start), VmHWM {(record.get('vmhwm_kib') or 0) // 1024} MiB"
         )
         return record
+
+    def dra_objects(self, ns: str, nodes: Sequence[str], claims: int) -> None:
+        """The dra scenario's DeviceClass (kept), a ResourceSlice per node and a claim per
+        pod (made before the run: not measured)."""
+        selector = (
+            f'device.driver == "{DRA_DRIVER}" && device.attributes["{DRA_DRIVER}"].model == "a100"'
+        )
+        self.client.request(
+            "POST",
+            "/apis/resource.k8s.io/v1/deviceclasses",
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "DeviceClass",
+                "metadata": {"name": DRA_CLASS, "labels": {"bench": BENCH_LABEL}},
+                "spec": {"selectors": [{"cel": {"expression": selector}}]},
+            },
+            allow=(409,),
+        )
+        self._delete_all(DRA_SLICES, 300, labelSelector=f"bench={BENCH_LABEL}")
+
+        def make_slice(node: str) -> None:
+            devices = [
+                {
+                    "name": f"gpu-{d}",
+                    "attributes": {"model": {"string": "a100"}, "index": {"int": d}},
+                    "capacity": {"memory": {"value": "40Gi"}},
+                }
+                for d in range(DRA_DEVICES)
+            ]
+            body = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceSlice",
+                "metadata": {"name": f"{node}-gpus", "labels": {"bench": BENCH_LABEL}},
+                "spec": {
+                    "driver": DRA_DRIVER,
+                    "nodeName": node,
+                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                    "devices": devices,
+                },
+            }
+            self.client.request("POST", DRA_SLICES, body, allow=(409,))
+
+        def make_claim(i: int) -> None:
+            body = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {"name": f"c-{i:05d}"},
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": DRA_CLASS}}]
+                    }
+                },
+            }
+            self.client.request(
+                "POST", f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims", body
+            )
+
+        self._parallel(make_slice, list(nodes), self.args.client_threads)
+        self._parallel(make_claim, list(range(claims)), self.args.client_threads)
+
+    def allocated_claims(self, ns: str) -> dict[str, int]:
+        """The run's claims: how many are allocated, and the most claims one device got
+        (must be 1: two pods on one device would be a double allocation)."""
+        items, _ = self.client.list_all(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims")
+        per_device: Counter[tuple[str, ...]] = Counter()
+        allocated = 0
+        for c in items:
+            results = (((c.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
+                "results"
+            ) or []
+            allocated += bool(results)
+            for r in results:
+                per_device[(r.get("driver"), r.get("pool"), r.get("device"))] += 1
+        return {
+            "claims": len(items),
+            "allocated": allocated,
+            "max_claims_per_device": max(per_device.values(), default=0),
+        }
 
     # ---------------------------------------------------------------- deployments
     def ensure_deployment_classes(self) -> None:
@@ -2020,8 +2127,10 @@ class Bench:
             for size in sizes:
                 for k, mode in enumerate(modes):
                     for scenario in scenarios:
-                        if mode == "backlog" and scenario != "throughput":
-                            continue  # a backlog is the throughput scenario's alone
+                        if mode == "backlog" and scenario not in ("throughput", "dra"):
+                            continue  # a backlog is the throughput and dra scenarios'
+                        if scenario == "dra" and mode != "backlog":
+                            continue  # dra runs as a backlog only
                         repeats = repeats_of(
                             mode, args.repeat, args.paced_repeat, scenario, args.unthrottled_repeat
                         )
@@ -2062,6 +2171,8 @@ class Bench:
         try:
             if scenario == "throughput":
                 return self.throughput(size, mode, which)
+            if scenario == "dra":
+                return self.backlog(size, which, scenario="dra")
             if scenario == "deployments":
                 return self.deployments(size, mode, which)
             return self.preemption(size, mode, which)
@@ -2542,7 +2653,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--scenarios",
         default="throughput,deployments,preemption",
-        help="throughput, deployments, preemption (comma-separated)",
+        help="throughput, deployments, preemption, dra (comma-separated; dra runs with "
+        "--modes backlog only)",
     )
     ap.add_argument(
         "--modes",

@@ -814,3 +814,34 @@ def test_deployments_by_priority_class_and_the_py_config_of_a_run() -> None:
     # records from before the classes were kept: no such table
     old = [{k: v for k, v in r.items() if k != "latency_by_class"} for r in runs]
     assert "By PriorityClass" not in H.render_markdown({"meta": {}, "runs": old})
+
+
+def test_the_dra_backlog_is_judged_like_the_throughput_backlog_and_by_claims_per_device() -> None:
+    claims = {"claims": 1000, "allocated": 1000, "max_claims_per_device": 1}
+    double = {"claims": 1000, "allocated": 1000, "max_claims_per_device": 2}
+    runs = [
+        _run(
+            "dra",
+            "backlog",
+            H.KUBE,
+            pods_per_second=100.0,
+            cpu_ms_per_pod=4.0,
+            allocated_claims=claims,
+            overcommitted_nodes=0,
+        ),
+        _run(
+            "dra",
+            "backlog",
+            H.PY,
+            pods_per_second=150.0,
+            cpu_ms_per_pod=3.0,
+            allocated_claims=double,
+            overcommitted_nodes=0,
+        ),
+    ]
+    got = {(r["name"], r["qps_mode"]): (r["value"], r["met"]) for r in H.compute_ratios(runs)}
+    assert got[("throughput py/kube (dra)", "backlog")] == (1.5, True)
+    assert got[("CPU ms/pod py/kube (dra)", "backlog")] == (0.75, True)
+    assert got[(f"claims per device (dra), {H.PY}", "backlog")] == (2.0, False)
+    assert got[(f"claims per device (dra), {H.KUBE}", "backlog")] == (1.0, True)
+    assert got[("nodes over capacity (dra), py", "backlog")] == (0.0, True)

@@ -288,6 +288,9 @@ def bench_dra(nodes: int, pods: int, devices: int = 8) -> dict[str, Any]:
         pod = _pod(f"p-{i}", cpu="100m", memory="500Mi")
         claims = (("gpu", f"c-{i}", "", None),)
         core.queue.add(replace(pod, resource_claims=claims))
+    # As the live scheduler does once its informers have synced (slices and claims too).
+    gc.collect()
+    gc.freeze()
     loop = asyncio.new_event_loop()
     cycles: list[float] = []
     start = time.perf_counter()

@@ -39,11 +39,32 @@ class Version:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
 class DeviceID:
-    driver: str
-    pool: str
-    device: str
+    """A device's identity (driver, pool, device). Its hash is computed once: the
+    allocator looks devices up in sets and maps for every node of every cycle."""
+
+    __slots__ = ("_hash", "device", "driver", "pool")
+
+    def __init__(self, driver: str, pool: str, device: str) -> None:
+        self.driver = driver
+        self.pool = pool
+        self.device = device
+        self._hash = hash((driver, pool, device))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, DeviceID)
+            and self._hash == other._hash
+            and self.driver == other.driver
+            and self.pool == other.pool
+            and self.device == other.device
+        )
+
+    def __repr__(self) -> str:
+        return f"DeviceID({self.driver!r}, {self.pool!r}, {self.device!r})"
 
     def __str__(self) -> str:
         return f"{self.driver}/{self.pool}/{self.device}"
@@ -80,6 +101,7 @@ class ResourceSliceInfo:
     devices: tuple[Device, ...]
     unsupported: str = ""  # a slice-level feature we do not build (its pool is invalid)
     resource_version: int = 0
+    ids: tuple[DeviceID, ...] = ()  # the devices' identities, in the same order
 
 
 # ---------------------------------------------------------------------------- classes
@@ -319,6 +341,7 @@ def resource_slice_from_dict(obj: Obj) -> ResourceSliceInfo:
         devices=devices,
         unsupported=unsupported,
         resource_version=_version(meta),
+        ids=tuple(DeviceID(driver, pool_name, d.name) for d in devices),
     )
 
 

@@ -188,7 +188,6 @@ class _Search:
         ]
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
-        self.matches: dict[tuple[DeviceID, int, int, int], bool] = {}
 
     # ---------------------------------------------------------------- preparation
     def prepare(self) -> None:
@@ -239,20 +238,15 @@ class _Search:
                         f"resource pool {pool.driver}/{pool.name} is currently invalid"
                     )
                 for s in pool.slices:
-                    for d in s.devices:
-                        did = DeviceID(s.driver, s.pool, d.name)
-                        if self._selectable(ci, ri, si, r, did, d, s):
+                    for did, d in zip(s.ids, s.devices, strict=True):
+                        if self._selectable(ci, r, did, d, s):
                             r.all_devices.append((did, d, s))
             r.num = len(r.all_devices)
         return r
 
-    def _selectable(
-        self, ci: int, ri: int, si: int, r: _Req, did: DeviceID, d: Device, s: ResourceSliceInfo
-    ) -> bool:
-        key = (did, ci, ri, si)
-        hit = self.matches.get(key)
-        if hit is not None:
-            return hit
+    def _selectable(self, ci: int, r: _Req, did: DeviceID, d: Device, s: ResourceSliceInfo) -> bool:
+        """The class's selectors, then the request's (each result is cached on the device,
+        which is immutable: a dict lookup per selector after its first evaluation)."""
         ok = not d.unsupported
         if ok:
             for i, expr in enumerate(r.cls.selectors):
@@ -274,7 +268,6 @@ class _Search:
                     ) from None
                 if not ok:
                     break
-        self.matches[key] = ok
         return ok
 
     # ---------------------------------------------------------------- search
@@ -314,15 +307,16 @@ class _Search:
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
                 continue
+            admin = r.request.admin_access
+            in_use, allocating = self.in_use, self.allocating
             for s in pool.slices:
-                for d in s.devices:
-                    did = DeviceID(s.driver, s.pool, d.name)
-                    if r.request.admin_access:
-                        if ci in self.allocating.get(did, ()):
+                for did, d in zip(s.ids, s.devices, strict=True):
+                    if admin:
+                        if ci in allocating.get(did, ()):
                             continue
-                    elif self.busy(did):
+                    elif in_use(did) or allocating.get(did):
                         continue
-                    if not self._selectable(ci, ri, si, r, did, d, s):
+                    if not self._selectable(ci, r, did, d, s):
                         continue
                     undo = self._add(ci, r, did, d, s, must=False)
                     if undo is None:
@@ -380,13 +374,31 @@ def _taint_blocks(taints: tuple[Taint, ...], req: DeviceRequest) -> bool:
     return False
 
 
-@dataclass(frozen=True, slots=True)
 class Allocated:
-    """One claim's allocation on the node: its devices (with admin access) and its
-    ``status.allocation`` in API form."""
+    """One claim's allocation on the node: its devices (with admin access), the
+    (sub)requests they were chosen for, and its ``status.allocation`` in API form, built
+    when first read (Filter finds one for every node it visits; only the chosen node's is
+    written)."""
 
-    devices: tuple[tuple[DeviceID, bool], ...]
-    raw: Mapping[str, Any]
+    __slots__ = ("_make", "_raw", "devices", "requests")
+
+    def __init__(
+        self,
+        devices: tuple[tuple[DeviceID, bool], ...],
+        requests: frozenset[str],
+        make: Callable[[], Mapping[str, Any]],
+    ) -> None:
+        self.devices = devices
+        self.requests = requests
+        self._make: Callable[[], Mapping[str, Any]] | None = make
+        self._raw: Mapping[str, Any] | None = None
+
+    @property
+    def raw(self) -> Mapping[str, Any]:
+        if self._raw is None:
+            assert self._make is not None
+            self._raw, self._make = self._make(), None
+        return self._raw
 
 
 def allocate(
@@ -407,12 +419,28 @@ def allocate(
         if any(p.invalid for p in pools):
             raise FailedOnNode("invalid resource pools were encountered")
         return None
-    return [_result(search, ci, claim) for ci, claim in enumerate(claims)]
+    out = []
+    for ci, claim in enumerate(claims):
+        found = search.results[ci]
+        _check_selectors(found)
+        out.append(
+            Allocated(
+                tuple((res.id, res.req.request.admin_access) for res in found),
+                frozenset(res.req.result_name for res in found),
+                _raw_maker(search, ci, claim),
+            )
+        )
+    return out
 
 
-def _result(search: _Search, ci: int, claim: ResourceClaimInfo) -> Allocated:
+def _raw_maker(
+    search: _Search, ci: int, claim: ResourceClaimInfo
+) -> Callable[[], Mapping[str, Any]]:
+    return lambda: _raw(search, ci, claim)
+
+
+def _raw(search: _Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]:
     results = []
-    devices = []
     for res in search.results[ci]:
         entry: dict[str, Any] = {
             "request": res.req.result_name,
@@ -425,7 +453,6 @@ def _result(search: _Search, ci: int, claim: ResourceClaimInfo) -> Allocated:
         if res.req.request.tolerations_raw:
             entry["tolerations"] = list(res.req.request.tolerations_raw)
         results.append(entry)
-        devices.append((res.id, res.req.request.admin_access))
     # The chosen request (or subrequest) of each of the claim's requests.
     chosen: list[_Req] = []
     for ri, creq in enumerate(claim.requests):
@@ -466,7 +493,21 @@ def _result(search: _Search, ci: int, claim: ResourceClaimInfo) -> Allocated:
     selector = _node_selector(search.results[ci])
     if selector is not None:
         raw["nodeSelector"] = selector
-    return Allocated(tuple(devices), raw)
+    return raw
+
+
+def _check_selectors(results: list[_Result]) -> None:
+    """What ``_node_selector`` would refuse, found at once (the API form is built later)."""
+    for res in results:
+        s = res.slice
+        if s.node_name:
+            return
+        if s.node_selector_raw is not None:
+            terms = s.node_selector_raw.get("nodeSelectorTerms") or []
+            if len(terms) > 1:
+                raise AllocationError(
+                    f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms"
+                )
 
 
 def _node_selector(results: list[_Result]) -> dict[str, Any] | None:

@@ -60,6 +60,7 @@ from scheduler.framework.plugins.draallocator import (
     Allocated,
     AllocationError,
     FailedOnNode,
+    Pool,
     allocate,
     gather_pools,
     parse_selector,
@@ -67,7 +68,7 @@ from scheduler.framework.plugins.draallocator import (
 from scheduler.framework.plugins.helper import match_node_selector_terms
 from scheduler.framework.plugins.volumebinding import node_relabelled
 from scheduler.framework.waiting_pods import ApiClient
-from scheduler.types import NodeInfo, PodInfo, Taint
+from scheduler.types import NodeInfo, NodeRecord, PodInfo, Taint
 
 NAME = "DynamicResources"
 _STATE_KEY = "DynamicResources"
@@ -94,13 +95,26 @@ class DraObjects:
     pools: dict[tuple[str, str], dict[str, ResourceSliceInfo]] = field(default_factory=dict)
     _in_use: Counter[DeviceID] = field(default_factory=Counter)
     _using: dict[str, tuple[DeviceID, ...]] = field(default_factory=dict)
+    # A node's pools as last gathered, with the node record they were gathered for: valid
+    # while the record is the same object; emptied whenever a slice changes.
+    _pools_of: dict[str, tuple[NodeRecord, list[Pool]]] = field(default_factory=dict)
+
+    def node_pools(self, node: NodeRecord) -> list[Pool]:
+        """The node's pools (``gather_pools``), cached: Filter asks for every node it
+        visits in every cycle, and slices change rarely."""
+        hit = self._pools_of.get(node.name)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        pools = gather_pools(self.candidates(node.name), node, self.pool_slices)
+        self._pools_of[node.name] = (node, pools)
+        return pools
 
     def claim(self, key: str) -> ResourceClaimInfo | None:
         """The claim as the scheduler sees it: assumed, else the API server's."""
         return self.assumed.get(key) or self.claims.get(key)
 
     def in_use(self, did: DeviceID) -> bool:
-        return self._in_use[did] > 0
+        return did in self._in_use  # (entries that fall to 0 are deleted)
 
     def rule_taints(self, did: DeviceID) -> tuple[Taint, ...]:
         """The taints DeviceTaintRules put on the device (upstream patches its slice)."""
@@ -156,6 +170,7 @@ class DraObjects:
             self._refresh(obj.key)
             return old_claim
         if isinstance(obj, ResourceSliceInfo):
+            self._pools_of.clear()
             old_slice = self.slices.get(obj.name)
             if old_slice is not None:
                 self._unindex(old_slice)
@@ -193,6 +208,7 @@ class DraObjects:
             self.assumed.pop(obj.key, None)
             self._refresh(obj.key)
         elif isinstance(obj, ResourceSliceInfo):
+            self._pools_of.clear()
             old = self.slices.pop(obj.name, None)
             if old is not None:
                 self._unindex(old)
@@ -338,7 +354,7 @@ class DynamicResources:
         found: list[Allocated] | None = None
         if st.to_allocate:
             o = self.objects
-            pools = gather_pools(o.candidates(node.name), node, o.pool_slices)
+            pools = o.node_pools(node)
             claims = [st.claims[i] for i in st.to_allocate]
             try:
                 found = allocate(claims, node, pools, o.classes, o.in_use, o.rule_taints)
@@ -431,8 +447,11 @@ class DynamicResources:
         total = 0
         for claim in st.claims:
             alloc = claim.allocation
-            raw = alloc.raw if alloc is not None else next(pending).raw
-            used = {r.get("request") for r in raw.get("devices", {}).get("results", ())}
+            if alloc is not None:
+                results = alloc.raw.get("devices", {}).get("results", ())
+                used = frozenset(r.get("request") for r in results)
+            else:
+                used = next(pending).requests
             for req in claim.requests:
                 for i, sub in enumerate(req.first_available):
                     if f"{req.name}/{sub.name}" in used:

@@ -39,6 +39,7 @@ __all__ = [
     "DEFAULT_SCORE_WEIGHTS",
     "ConfigError",
     "DefaultPreemptionArgs",
+    "DynamicResourcesArgs",
     "ExtenderConfig",
     "ExtenderTLS",
     "LeaderElectionConfig",
@@ -141,6 +142,15 @@ DEFAULT_BIND_TIMEOUT_SECONDS = 600
 DEFAULT_VOLUME_SHAPE = ((0, 10), (100, 0))  # StorageCapacityScoring's default (beta, on)
 
 
+DEFAULT_DRA_FILTER_TIMEOUT_SECONDS = 10.0  # upstream's DynamicResourcesFilterTimeoutDefault
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicResourcesArgs:
+    # How long one node's allocation in Filter may search (0: no limit).
+    filter_timeout_seconds: float = DEFAULT_DRA_FILTER_TIMEOUT_SECONDS
+
+
 @dataclass(frozen=True, slots=True)
 class VolumeBindingArgs:
     bind_timeout_seconds: int = DEFAULT_BIND_TIMEOUT_SECONDS
@@ -231,6 +241,7 @@ class SchedulerConfig:
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
     fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
     volume_binding: VolumeBindingArgs = VolumeBindingArgs()
+    dynamic_resources: DynamicResourcesArgs = DynamicResourcesArgs()
     async_preemption: bool = True
     # ours: the order of calls waiting at the main client's rate limit (API_CALL_ORDERS)
     api_call_order: str = "Arrival"
@@ -864,6 +875,8 @@ def _profile(
             kw["fit"] = _fit_args(r, args, f"{path}.args")
         elif name == "VolumeBinding":
             kw["volume_binding"] = _volume_binding_args(r, args, f"{path}.args")
+        elif name == "DynamicResources":
+            kw["dynamic_resources"] = _dynamic_resources_args(r, args, f"{path}.args")
         elif name in external:
             external_args[name] = r.mapping(args, f"{path}.args", None)
         else:
@@ -1050,6 +1063,19 @@ def _volume_binding_args(r: _Reader, raw: Any, path: str) -> VolumeBindingArgs:
         raise r.fail(f"{path}.shape", "at least one point must be specified")
     shape = _shape(r, a.get("shape"), f"{path}.shape")
     return VolumeBindingArgs(timeout, tuple(shape) or DEFAULT_VOLUME_SHAPE)
+
+
+def _dynamic_resources_args(r: _Reader, raw: Any, path: str) -> DynamicResourcesArgs:
+    a = r.mapping(raw, path, {"filterTimeout", "bindingTimeout"})
+    if "bindingTimeout" in a:
+        raise r.fail(
+            f"{path}.bindingTimeout",
+            "device binding conditions (DRADeviceBindingConditions) are not built",
+        )
+    timeout = DEFAULT_DRA_FILTER_TIMEOUT_SECONDS
+    if a.get("filterTimeout") is not None:
+        timeout = r.duration(a["filterTimeout"], f"{path}.filterTimeout")
+    return DynamicResourcesArgs(timeout)
 
 
 def load_config(path: str | Path | None) -> SchedulerConfig:

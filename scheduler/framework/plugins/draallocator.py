@@ -17,6 +17,7 @@ selection) are never chosen, as upstream with those features disabled."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,10 @@ from scheduler.types import NodeRecord, Taint, _node_selector_terms
 
 class AllocationError(Exception):
     """The allocation cannot be attempted (an error status, as upstream's)."""
+
+
+class AllocationTimeout(Exception):
+    """The search ran past its deadline (DynamicResourcesArgs.filterTimeout)."""
 
 
 class FailedOnNode(Exception):
@@ -174,8 +179,11 @@ class _Search:
         classes: Mapping[str, DeviceClassInfo],
         in_use: Callable[[DeviceID], bool],
         rule_taints: Callable[[DeviceID], tuple[Taint, ...]],
+        deadline: float | None = None,
     ) -> None:
         self.rule_taints = rule_taints
+        self.deadline = deadline
+        self.steps = 0
         self.claims = claims
         self.pools = pools
         self.classes = classes
@@ -274,8 +282,20 @@ class _Search:
     def busy(self, did: DeviceID) -> bool:
         return self.in_use(did) or bool(self.allocating.get(did))
 
+    def _tick(self) -> None:
+        """One step of the search (a call of ``one`` or a device tried); every 256th
+        checks the deadline."""
+        self.steps += 1
+        if (
+            self.deadline is not None
+            and not self.steps & 255
+            and time.perf_counter() > self.deadline
+        ):
+            raise AllocationTimeout()
+
     def one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
         """Upstream's allocateOne: (claim, request, subrequest, device) indices."""
+        self._tick()
         if ci >= len(self.claims):
             return True
         claim = self.claims[ci]
@@ -311,6 +331,7 @@ class _Search:
             in_use, allocating = self.in_use, self.allocating
             for s in pool.slices:
                 for did, d in zip(s.ids, s.devices, strict=True):
+                    self._tick()
                     if admin:
                         if ci in allocating.get(did, ()):
                             continue
@@ -408,12 +429,14 @@ def allocate(
     classes: Mapping[str, DeviceClassInfo],
     in_use: Callable[[DeviceID], bool],
     rule_taints: Callable[[DeviceID], tuple[Taint, ...]] = lambda did: (),
+    *,
+    deadline: float | None = None,
 ) -> list[Allocated] | None:
     """Devices for every claim on ``node``, or None when they do not fit (``rule_taints``:
     the taints DeviceTaintRules put on a device). Raises
     AllocationError (the claims cannot be allocated anywhere as they stand) or
     FailedOnNode (nothing fits and a pool of the node is invalid)."""
-    search = _Search(claims, pools, classes, in_use, rule_taints)
+    search = _Search(claims, pools, classes, in_use, rule_taints, deadline)
     search.prepare()
     if not search.one(0, 0, 0, 0, False):
         if any(p.invalid for p in pools):
@@ -558,6 +581,7 @@ def parse_selector(raw: Mapping[str, Any] | None) -> Any:
 __all__ = [
     "Allocated",
     "AllocationError",
+    "AllocationTimeout",
     "FailedOnNode",
     "Pool",
     "Version",

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -59,6 +60,7 @@ from scheduler.framework.interface import (
 from scheduler.framework.plugins.draallocator import (
     Allocated,
     AllocationError,
+    AllocationTimeout,
     FailedOnNode,
     Pool,
     allocate,
@@ -252,9 +254,16 @@ class DynamicResources:
     name = NAME
     node_only_filter = True  # Filter reads the pod's state and the node record only
 
-    def __init__(self, objects: DraObjects, *, client: ApiClient | None = None) -> None:
+    def __init__(
+        self,
+        objects: DraObjects,
+        *,
+        client: ApiClient | None = None,
+        filter_timeout: float = 10.0,
+    ) -> None:
         self.objects = objects
         self.client = client
+        self.filter_timeout = filter_timeout
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ the pod's claims
@@ -357,9 +366,22 @@ class DynamicResources:
             pools = o.node_pools(node)
             claims = [st.claims[i] for i in st.to_allocate]
             try:
-                found = allocate(claims, node, pools, o.classes, o.in_use, o.rule_taints)
+                found = allocate(
+                    claims,
+                    node,
+                    pools,
+                    o.classes,
+                    o.in_use,
+                    o.rule_taints,
+                    deadline=time.perf_counter() + self.filter_timeout
+                    if self.filter_timeout > 0
+                    else None,
+                )
             except AllocationError as e:
                 return Status.error(str(e), plugin=self.name)
+            except AllocationTimeout:
+                msg = f"node {node.name}: timed out trying to allocate devices"
+                return Status.error(msg, plugin=self.name)
             except FailedOnNode as e:
                 return Status.unschedulable(str(e), plugin=self.name)
             if found is None:

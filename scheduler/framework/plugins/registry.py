@@ -89,7 +89,11 @@ def build_framework(
             shape=config.volume_binding.shape,
         ),
         VolumeZone(volume_objects),
-        DynamicResources(DraObjects() if dra is None else dra, client=api_client),
+        DynamicResources(
+            DraObjects() if dra is None else dra,
+            client=api_client,
+            filter_timeout=config.dynamic_resources.filter_timeout_seconds,
+        ),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),
         BalancedAllocation(resources),

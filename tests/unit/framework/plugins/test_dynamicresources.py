@@ -566,3 +566,43 @@ def test_a_device_taint_rule_taints_the_devices_it_selects_until_deleted() -> No
     core.flush()
     r = core.schedule_one()
     assert r is not None and r.node == "n2"
+
+
+def test_a_search_past_its_filter_timeout_is_an_error_naming_the_node() -> None:
+    """Four devices per node, none sharing the attribute a claim of two asks to match:
+    every pair is tried; with a deadline already past, the search stops."""
+    two = {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}
+    core, _ = _core(
+        device_class(),
+        *(
+            slice_(f"{n}-gpus", *(dev(f"d{i}", numa=i) for i in range(40)), node=n)
+            for n in ("n1", "n2", "n3")
+        ),
+        claim("c1", two, constraints=[{"matchAttribute": f"{DRIVER}/numa"}]),
+    )
+    _plugin(core).filter_timeout = 1e-9
+    r = _one(core, with_claims("p", "c1"))
+    assert r.outcome == "error"
+    assert "timed out trying to allocate devices" in r.message
+    _plugin(core).filter_timeout = 0  # no limit: the whole search, which finds nothing
+    core.clock.step(20)  # type: ignore[attr-defined]
+    core.flush()
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+
+
+def test_dynamic_resources_args() -> None:
+    from scheduler.config import ConfigError, parse_config
+
+    def cfg(args: dict[str, Any]) -> SchedulerConfig:
+        return parse_config(
+            {"profiles": [{"pluginConfig": [{"name": "DynamicResources", "args": args}]}]}
+        )
+
+    assert SchedulerConfig().dynamic_resources.filter_timeout_seconds == 10.0
+    assert cfg({"filterTimeout": "2s"}).dynamic_resources.filter_timeout_seconds == 2.0
+    assert cfg({"filterTimeout": "0s"}).dynamic_resources.filter_timeout_seconds == 0.0
+    with pytest.raises(ConfigError, match=r"args\.bindingTimeout: device binding conditions"):
+        cfg({"bindingTimeout": "10m"})
+    with pytest.raises(ConfigError, match=r"args\.filterTimeout: expected a duration"):
+        cfg({"filterTimeout": 5})

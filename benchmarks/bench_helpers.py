@@ -365,6 +365,14 @@ def summarize_repeats(runs: Sequence[Mapping[str, Any]]) -> Mapping[str, Any] | 
         p99s = [v for v in (_p99(r, lat) for r in done) if v is not None]
         if p99s:
             out[lat] = {"p99": _median(p99s), "repeats": len(p99s)}
+    # The dra scenario's claims: the worst repeat (fewest allocated, most on one device).
+    claims = [r["allocated_claims"] for r in done if isinstance(r.get("allocated_claims"), dict)]
+    if claims:
+        out["allocated_claims"] = {
+            "claims": max(c.get("claims", 0) for c in claims),
+            "allocated": min(c.get("allocated", 0) for c in claims),
+            "max_claims_per_device": max(c.get("max_claims_per_device", 0) for c in claims),
+        }
     return out
 
 

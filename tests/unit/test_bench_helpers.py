@@ -845,3 +845,13 @@ def test_the_dra_backlog_is_judged_like_the_throughput_backlog_and_by_claims_per
     assert got[(f"claims per device (dra), {H.PY}", "backlog")] == (2.0, False)
     assert got[(f"claims per device (dra), {H.KUBE}", "backlog")] == (1.0, True)
     assert got[("nodes over capacity (dra), py", "backlog")] == (0.0, True)
+    # Repeats: the worst one counts.
+    fine = {"claims": 1000, "allocated": 999, "max_claims_per_device": 1}
+    runs += [
+        {**runs[0], "allocated_claims": fine},
+        {**runs[1], "allocated_claims": claims},
+    ]
+    got = {(r["name"], r["qps_mode"]): (r["value"], r["met"]) for r in H.compute_ratios(runs)}
+    assert got[(f"claims per device (dra), {H.PY}", "backlog")] == (2.0, False)
+    kube = next(r for r in H.compute_ratios(runs) if r["name"].endswith(H.KUBE))
+    assert kube["detail"] == "999 of 1000 claims allocated"

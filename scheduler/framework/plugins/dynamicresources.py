@@ -497,6 +497,9 @@ class DynamicResources:
         if found is None:
             return Status.error("claim allocation not found for node", plugin=self.name)
         st.chosen = found
+        # The other nodes' allocations (each with its search) are not needed any more, and
+        # the state lives on with the pod's binding: a backlog keeps hundreds of pods there.
+        st.by_node = {node_name: found}
         for i, allocated in zip(st.to_allocate, found, strict=True):
             self.objects.hold(st.claims[i].key, allocated)
         return SUCCESS

@@ -422,6 +422,39 @@ class Allocated:
         return self._raw
 
 
+def find(
+    claims: Sequence[ResourceClaimInfo],
+    node: NodeRecord,
+    pools: list[Pool],
+    classes: Mapping[str, DeviceClassInfo],
+    in_use: Callable[[DeviceID], bool],
+    rule_taints: Callable[[DeviceID], tuple[Taint, ...]] = lambda did: (),
+    *,
+    deadline: float | None = None,
+) -> _Search | None:
+    """The search that found devices for every claim on ``node``, or None when they do not
+    fit (``rule_taints``: the taints DeviceTaintRules put on a device). Raises
+    AllocationError (the claims cannot be allocated anywhere as they stand),
+    AllocationTimeout (past ``deadline``) or FailedOnNode (nothing fits and a pool of the
+    node is invalid). Filter asks this of every node it visits and keeps nothing of it:
+    objects kept per node and cycle would outlive the young generation and make the
+    collector's passes cost more than the search (a py-spy profile of a live backlog)."""
+    search = _Search(claims, pools, classes, in_use, rule_taints, deadline)
+    search.prepare()
+    if not search.one(0, 0, 0, 0, False):
+        if any(p.invalid for p in pools):
+            raise FailedOnNode("invalid resource pools were encountered")
+        return None
+    for ci in range(len(claims)):
+        _check_selectors(search.results[ci])
+    return search
+
+
+def chosen_requests(search: _Search) -> frozenset[str]:
+    """The (sub)request names the found devices are for, over all claims (Score's)."""
+    return frozenset(res.req.result_name for found in search.results for res in found)
+
+
 def allocate(
     claims: Sequence[ResourceClaimInfo],
     node: NodeRecord,
@@ -432,20 +465,13 @@ def allocate(
     *,
     deadline: float | None = None,
 ) -> list[Allocated] | None:
-    """Devices for every claim on ``node``, or None when they do not fit (``rule_taints``:
-    the taints DeviceTaintRules put on a device). Raises
-    AllocationError (the claims cannot be allocated anywhere as they stand) or
-    FailedOnNode (nothing fits and a pool of the node is invalid)."""
-    search = _Search(claims, pools, classes, in_use, rule_taints, deadline)
-    search.prepare()
-    if not search.one(0, 0, 0, 0, False):
-        if any(p.invalid for p in pools):
-            raise FailedOnNode("invalid resource pools were encountered")
+    """``find``, and each claim's allocation from it."""
+    search = find(claims, node, pools, classes, in_use, rule_taints, deadline=deadline)
+    if search is None:
         return None
     out = []
     for ci, claim in enumerate(claims):
         found = search.results[ci]
-        _check_selectors(found)
         out.append(
             Allocated(
                 tuple((res.id, res.req.request.admin_access) for res in found),
@@ -586,6 +612,8 @@ __all__ = [
     "Pool",
     "Version",
     "allocate",
+    "chosen_requests",
+    "find",
     "gather_pools",
     "parse_selector",
     "slice_on_node",

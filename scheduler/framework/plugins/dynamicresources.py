@@ -64,6 +64,8 @@ from scheduler.framework.plugins.draallocator import (
     FailedOnNode,
     Pool,
     allocate,
+    chosen_requests,
+    find,
     gather_pools,
     parse_selector,
 )
@@ -232,13 +234,24 @@ class DraObjects:
 class _State:
     claims: tuple[ResourceClaimInfo, ...]  # the pod's, in spec order
     to_allocate: tuple[int, ...]  # positions of those without an allocation
-    by_node: dict[str, list[Allocated]] = field(default_factory=dict)
+    # The nodes where Filter found devices for them: the node record (Reserve searches
+    # that node again, rather than Filter keeping every node's search), and, when some
+    # request has firstAvailable subrequests, the (sub)requests chosen there (Score's).
+    fits: dict[str, NodeRecord] = field(default_factory=dict)
+    chosen_requests: dict[str, frozenset[str]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
     chosen: list[Allocated] | None = None  # Reserve's node's
+    scored: bool = False  # some request has firstAvailable subrequests
 
     def clone(self) -> _State:
         return _State(
-            self.claims, self.to_allocate, dict(self.by_node), set(self.unavailable), self.chosen
+            self.claims,
+            self.to_allocate,
+            dict(self.fits),
+            dict(self.chosen_requests),
+            set(self.unavailable),
+            self.chosen,
+            self.scored,
         )
 
 
@@ -339,7 +352,8 @@ class DynamicResources:
                         msg = f"request {qualified}: device class {r.device_class} does not exist"
                         return None, Status.unschedulable(msg, plugin=self.name)
             to_allocate.append(i)
-        state.write(_STATE_KEY, _State(tuple(claims), tuple(to_allocate)))
+        scored = any(r.first_available for c in claims for r in c.requests)
+        state.write(_STATE_KEY, _State(tuple(claims), tuple(to_allocate), scored=scored))
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> None:
@@ -360,23 +374,10 @@ class DynamicResources:
                 and not match_node_selector_terms(alloc.node_selector, node.labels, node.name)
             ):
                 unavailable.append(i)
-        found: list[Allocated] | None = None
+        requests: frozenset[str] | None = None
         if st.to_allocate:
-            o = self.objects
-            pools = o.node_pools(node)
-            claims = [st.claims[i] for i in st.to_allocate]
             try:
-                found = allocate(
-                    claims,
-                    node,
-                    pools,
-                    o.classes,
-                    o.in_use,
-                    o.rule_taints,
-                    deadline=time.perf_counter() + self.filter_timeout
-                    if self.filter_timeout > 0
-                    else None,
-                )
+                search = self._find(st, node)
             except AllocationError as e:
                 return Status.error(str(e), plugin=self.name)
             except AllocationTimeout:
@@ -384,14 +385,34 @@ class DynamicResources:
                 return Status.error(msg, plugin=self.name)
             except FailedOnNode as e:
                 return Status.unschedulable(str(e), plugin=self.name)
-            if found is None:
+            if search is None:
                 return Status.unschedulable("cannot allocate all claims", plugin=self.name)
+            if st.scored:
+                requests = chosen_requests(search)
         if unavailable:
             st.unavailable.update(unavailable)
             return Status.unschedulable("resourceclaim not available on the node", plugin=self.name)
-        if found is not None:
-            st.by_node[node.name] = found
+        if st.to_allocate:
+            st.fits[node.name] = node
+            if requests is not None:
+                st.chosen_requests[node.name] = requests
         return SUCCESS
+
+    def _deadline(self) -> float | None:
+        return time.perf_counter() + self.filter_timeout if self.filter_timeout > 0 else None
+
+    def _find(self, st: _State, node: NodeRecord) -> Any:
+        o = self.objects
+        claims = [st.claims[i] for i in st.to_allocate]
+        return find(
+            claims,
+            node,
+            o.node_pools(node),
+            o.classes,
+            o.in_use,
+            o.rule_taints,
+            deadline=self._deadline(),
+        )
 
     # ------------------------------------------------------------------ PostFilter
     def post_filter(
@@ -462,10 +483,9 @@ class DynamicResources:
         st: _State | None = state.read(_STATE_KEY)
         if st is None:
             return 0
-        found = st.by_node.get(node_info.name)
+        found = st.chosen_requests.get(node_info.name)
         if found is None and st.to_allocate:
             return 0
-        pending = iter(found or ())
         total = 0
         for claim in st.claims:
             alloc = claim.allocation
@@ -473,7 +493,7 @@ class DynamicResources:
                 results = alloc.raw.get("devices", {}).get("results", ())
                 used = frozenset(r.get("request") for r in results)
             else:
-                used = next(pending).requests
+                used = found or frozenset()
             for req in claim.requests:
                 for i, sub in enumerate(req.first_available):
                     if f"{req.name}/{sub.name}" in used:
@@ -493,13 +513,31 @@ class DynamicResources:
         st: _State | None = state.read(_STATE_KEY)
         if st is None or not st.to_allocate:
             return SUCCESS
-        found = st.by_node.get(node_name)
-        if found is None:
+        node = st.fits.get(node_name)
+        if node is None:
             return Status.error("claim allocation not found for node", plugin=self.name)
+        # The node's search again (Filter kept nothing of it); within the cycle nothing it
+        # reads has changed, unless an extender's call was awaited meanwhile.
+        try:
+            o = self.objects
+            found = allocate(
+                [st.claims[i] for i in st.to_allocate],
+                node,
+                o.node_pools(node),
+                o.classes,
+                o.in_use,
+                o.rule_taints,
+                deadline=self._deadline(),
+            )
+        except (AllocationError, AllocationTimeout, FailedOnNode) as e:
+            return Status.error(f"node {node_name}: {e or type(e).__name__}", plugin=self.name)
+        if found is None:
+            msg = f"node {node_name}: the devices found in Filter are taken"
+            return Status.error(msg, plugin=self.name)
         st.chosen = found
-        # The other nodes' allocations (each with its search) are not needed any more, and
-        # the state lives on with the pod's binding: a backlog keeps hundreds of pods there.
-        st.by_node = {node_name: found}
+        # The state lives on with the pod's binding (a backlog keeps hundreds of pods there).
+        st.fits = {node_name: node}
+        st.chosen_requests = {}
         for i, allocated in zip(st.to_allocate, found, strict=True):
             self.objects.hold(st.claims[i].key, allocated)
         return SUCCESS

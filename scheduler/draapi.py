@@ -209,6 +209,18 @@ def _list(raw: Any, who: str, where: str) -> list[Any]:
     return raw
 
 
+def _named(obj: Obj, kind: str, *, namespaced: bool = False) -> tuple[Mapping[str, Any], str, str]:
+    """The object's metadata, its name, and how messages name it ("Kind ns/name");
+    a missing name is an error."""
+    meta = _map(obj.get("metadata"), kind, "metadata")
+    name = str(meta.get("name") or "")
+    ns = f"{meta.get('namespace') or 'default'}/" if namespaced else ""
+    who = f"{kind} {ns}{name or '<unnamed>'}"
+    if not name:
+        raise ParseError(who, "metadata.name", "missing")
+    return meta, name, who
+
+
 def _version(meta: Mapping[str, Any]) -> int:
     text = str(meta.get("resourceVersion") or "")
     return int(text) if text.isdigit() else 0
@@ -275,11 +287,7 @@ def _device(raw: Any, driver: str, who: str, where: str) -> Device:
 
 
 def resource_slice_from_dict(obj: Obj) -> ResourceSliceInfo:
-    meta = _map(obj.get("metadata"), "ResourceSlice", "metadata")
-    name = str(meta.get("name") or "")
-    who = f"ResourceSlice {name or '<unnamed>'}"
-    if not name:
-        raise ParseError(who, "metadata.name", "missing")
+    meta, name, who = _named(obj, "ResourceSlice")
     spec = _map(obj.get("spec"), who, "spec")
     driver = spec.get("driver")
     if not isinstance(driver, str) or not driver:
@@ -327,11 +335,7 @@ def resource_slice_from_dict(obj: Obj) -> ResourceSliceInfo:
 
 
 def device_class_from_dict(obj: Obj) -> DeviceClassInfo:
-    meta = _map(obj.get("metadata"), "DeviceClass", "metadata")
-    name = str(meta.get("name") or "")
-    who = f"DeviceClass {name or '<unnamed>'}"
-    if not name:
-        raise ParseError(who, "metadata.name", "missing")
+    meta, name, who = _named(obj, "DeviceClass")
     spec = _map(obj.get("spec"), who, "spec")
     config = tuple(
         _map(c, who, f"spec.config[{i}]")
@@ -351,11 +355,7 @@ def _taint(raw: Any, who: str, where: str) -> Taint:
 
 
 def device_taint_rule_from_dict(obj: Obj) -> DeviceTaintRuleInfo:
-    meta = _map(obj.get("metadata"), "DeviceTaintRule", "metadata")
-    name = str(meta.get("name") or "")
-    who = f"DeviceTaintRule {name or '<unnamed>'}"
-    if not name:
-        raise ParseError(who, "metadata.name", "missing")
+    meta, name, who = _named(obj, "DeviceTaintRule")
     spec = _map(obj.get("spec"), who, "spec")
     sel = spec.get("deviceSelector")
     taint = _taint(spec.get("taint"), who, "spec.taint")
@@ -437,12 +437,8 @@ def _allocation(raw: Any, who: str) -> Allocation | None:
 
 
 def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
-    meta = _map(obj.get("metadata"), "ResourceClaim", "metadata")
+    meta, name, who = _named(obj, "ResourceClaim", namespaced=True)
     ns = str(meta.get("namespace") or "default")
-    name = str(meta.get("name") or "")
-    who = f"ResourceClaim {ns}/{name or '<unnamed>'}"
-    if not name:
-        raise ParseError(who, "metadata.name", "missing")
     spec = _map(obj.get("spec"), who, "spec")
     devices = _map(spec.get("devices"), who, "spec.devices")
     requests = []

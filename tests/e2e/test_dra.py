@@ -46,6 +46,22 @@ def _cluster_object(
     made.append((plural, body["metadata"]["name"]))
 
 
+def _device_class(
+    dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]], name: str, driver: str
+) -> str:
+    """A DeviceClass of the driver's devices; its name."""
+    _cluster_object(
+        dra,
+        "deviceclasses",
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+        },
+    )
+    return name
+
+
 def _slice(name: str, driver: str, node: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "kind": "ResourceSlice",
@@ -106,16 +122,7 @@ def test_claims_get_devices_on_the_node_that_has_them(
     driver = f"gpu.{kit.ns}.example.com"
     kit.nodes(2)  # nodes without devices: never the answer
     (gpu_node,) = kit.nodes(1)
-    klass = f"{kit.ns}-gpu"
-    _cluster_object(
-        dra,
-        "deviceclasses",
-        {
-            "kind": "DeviceClass",
-            "metadata": {"name": klass},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
-        },
-    )
+    klass = _device_class(dra, f"{kit.ns}-gpu", driver)
     _cluster_object(
         dra,
         "resourceslices",
@@ -167,16 +174,7 @@ def test_a_selector_picks_the_device_a_taint_rule_keeps_one_free_and_an_unknown_
     api, _ = dra
     driver = f"acc.{kit.ns}.example.com"
     small, big = kit.nodes(2)
-    klass = f"{kit.ns}-acc"
-    _cluster_object(
-        dra,
-        "deviceclasses",
-        {
-            "kind": "DeviceClass",
-            "metadata": {"name": klass},
-            "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
-        },
-    )
+    klass = _device_class(dra, f"{kit.ns}-acc", driver)
     for node, memory in ((small, "16Gi"), (big, "80Gi")):
         dev = {
             "name": "acc-0",

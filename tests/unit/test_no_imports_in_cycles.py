@@ -28,16 +28,21 @@ print("\\n".join(sorted(set(sys.modules) - before)))
 """
 
 
-def test_cycles_of_every_kind_import_no_module() -> None:
+def _new_modules(script: str) -> list[str]:
+    """The modules a fresh interpreter running ``script`` lists (one per line)."""
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
+        [sys.executable, "-c", script],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    assert out.stdout.split() == []
+    return out.stdout.split()
+
+
+def test_cycles_of_every_kind_import_no_module() -> None:
+    assert _new_modules(SCRIPT) == []
 
 
 DRA_SCRIPT = """
@@ -84,12 +89,4 @@ print("\\n".join(sorted(set(sys.modules) - before)))
 
 
 def test_a_cycle_that_evaluates_device_selectors_imports_no_module() -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", DRA_SCRIPT],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert out.stdout.split() == []
+    assert _new_modules(DRA_SCRIPT) == []

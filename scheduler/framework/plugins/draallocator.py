@@ -127,6 +127,18 @@ class _Req:
         return f"{self.parent.name}/{self.request.name}"
 
 
+def _admits(selectors: tuple[str, ...], d: Device, did: DeviceID, driver: str, of: str) -> bool:
+    """Whether every selector admits the device; an error names ``of`` (the class or the
+    claim), the selector and the device."""
+    for i, expr in enumerate(selectors):
+        try:
+            if not device_matches(expr, d, driver):
+                return False
+        except CelError as e:
+            raise AllocationError(f"{of}: selector #{i} on device {did}: {e}") from None
+    return True
+
+
 class _MatchAttribute:
     __slots__ = ("attribute", "count", "requests", "value")
 
@@ -255,28 +267,11 @@ class _Search:
     def _selectable(self, ci: int, r: _Req, did: DeviceID, d: Device, s: ResourceSliceInfo) -> bool:
         """The class's selectors, then the request's (each result is cached on the device,
         which is immutable: a dict lookup per selector after its first evaluation)."""
-        ok = not d.unsupported
-        if ok:
-            for i, expr in enumerate(r.cls.selectors):
-                try:
-                    ok = device_matches(expr, d, s.driver)
-                except CelError as e:
-                    raise AllocationError(
-                        f"class {r.cls.name}: selector #{i} on device {did}: {e}"
-                    ) from None
-                if not ok:
-                    break
-        if ok:
-            for i, expr in enumerate(r.request.selectors):
-                try:
-                    ok = device_matches(expr, d, s.driver)
-                except CelError as e:
-                    raise AllocationError(
-                        f"claim {self.claims[ci].key}: selector #{i} on device {did}: {e}"
-                    ) from None
-                if not ok:
-                    break
-        return ok
+        return (
+            not d.unsupported
+            and _admits(r.cls.selectors, d, did, s.driver, f"class {r.cls.name}")
+            and _admits(r.request.selectors, d, did, s.driver, f"claim {self.claims[ci].key}")
+        )
 
     # ---------------------------------------------------------------- search
     def busy(self, did: DeviceID) -> bool:

@@ -447,17 +447,25 @@ class DynamicResources:
         return None, Status.unschedulable(plugin=self.name)
 
     async def _deallocate(self, claim: ResourceClaimInfo) -> None:
-        assert self.client is not None
         body = {
             "metadata": {"resourceVersion": str(claim.resource_version)},
             "status": {"allocation": None, "reservedFor": None, "devices": None},
         }
-        with contextlib.suppress(Exception):  # the claim changed: its event requeues
+        # A failure: the claim changed, and its event requeues the pod.
+        await self._patch_status(claim, body, "application/merge-patch+json")
+
+    async def _patch_status(
+        self, claim: ResourceClaimInfo, body: dict[str, Any], content_type: str
+    ) -> None:
+        """A background write of the claim's status; a failure is not retried (upstream
+        logs it)."""
+        assert self.client is not None
+        with contextlib.suppress(Exception):
             await self.client.request(
                 "PATCH",
                 f"{_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}/status",
                 body=body,
-                content_type="application/merge-patch+json",
+                content_type=content_type,
             )
 
     def _background(self, coro: Any) -> None:
@@ -568,20 +576,13 @@ class DynamicResources:
                     self._background(self._unreserve_api(current, pod))
 
     async def _unreserve_api(self, claim: ResourceClaimInfo, pod: PodInfo) -> None:
-        assert self.client is not None
         # A strategic merge patch deleting the pod's entry, as upstream's (the list is
         # merged by uid).
         body = {
             "metadata": {"uid": claim.uid},
             "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]},
         }
-        with contextlib.suppress(Exception):  # as upstream: logged there, not retried
-            await self.client.request(
-                "PATCH",
-                f"{_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}/status",
-                body=body,
-                content_type="application/strategic-merge-patch+json",
-            )
+        await self._patch_status(claim, body, "application/strategic-merge-patch+json")
 
     # ------------------------------------------------------------------ PreBind
     def pre_bind_needed(self, state: CycleState) -> bool:

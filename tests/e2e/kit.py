@@ -198,6 +198,19 @@ class Kit:
         evs = wait_for(lambda: self.events(name, reason), timeout, f"{reason} event on {name}")
         return dict(evs[0])
 
+    def wait_failed_with(self, pod: str, text: str, timeout: float = 30.0) -> str:
+        """Wait for a FailedScheduling event of ``pod`` whose message has ``text`` (an
+        earlier one may tell of an earlier state: the scheduler's watch may see the pod
+        before an object it names); that message."""
+
+        def found() -> str | None:
+            for ev in self.events(pod, "FailedScheduling"):
+                if text in str(ev.get("message")):
+                    return str(ev["message"])
+            return None
+
+        return str(wait_for(found, timeout, f"FailedScheduling of {pod} saying {text!r}"))
+
     def condition(self, name: str, ctype: str) -> dict[str, Any] | None:
         p = self.pod(name) or {}
         for c in (p.get("status") or {}).get("conditions") or []:

@@ -16,7 +16,6 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
-from tests.e2e.conftest import wait_for
 from tests.e2e.kit import Kit, pod_manifest
 
 GROUP, VERSION = "resource.k8s.io", "v1"
@@ -105,16 +104,6 @@ def _pod(kit: Kit, name: str, claim: dict[str, str]) -> None:
     kit.core.create_namespaced_pod(kit.ns, body)
 
 
-def _failed_with(kit: Kit, pod: str, text: str) -> str:
-    def found() -> str | None:
-        for ev in kit.events(pod, "FailedScheduling"):
-            if text in str(ev.get("message")):
-                return str(ev["message"])
-        return None
-
-    return str(wait_for(found, 30, f"FailedScheduling of {pod} saying {text!r}"))
-
-
 def test_claims_get_devices_on_the_node_that_has_them(
     kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
 ) -> None:
@@ -153,7 +142,7 @@ def test_claims_get_devices_on_the_node_that_has_them(
     api.create_namespaced_custom_object(GROUP, VERSION, kit.ns, "resourceclaimtemplates", templates)
     _pod(kit, "p2", {"resourceClaimTemplateName": "gpu-template"})
     # The only device is taken: p2 waits, and the event says why.
-    _failed_with(kit, "p2", "cannot allocate all claims")
+    kit.wait_failed_with("p2", "cannot allocate all claims")
     assert kit.node_of("p2") == ""
 
     # p1 goes; the controller takes it out of reservedFor and deallocates the claim: the
@@ -204,11 +193,11 @@ def test_a_selector_picks_the_device_a_taint_rule_keeps_one_free_and_an_unknown_
     )
     _claim(kit, api, "any", _spec(klass))
     _pod(kit, "needs-any", {"resourceClaimName": "any"})
-    _failed_with(kit, "needs-any", "cannot allocate all claims")
+    kit.wait_failed_with("needs-any", "cannot allocate all claims")
     api.delete_cluster_custom_object(GROUP, VERSION, "devicetaintrules", rule)
     assert kit.wait_bound("needs-any", timeout=60) == small
 
     _claim(kit, api, "nowhere", _spec(f"{kit.ns}-no-such-class"))
     _pod(kit, "no-class", {"resourceClaimName": "nowhere"})
-    _failed_with(kit, "no-class", f"device class {kit.ns}-no-such-class does not exist")
+    kit.wait_failed_with("no-class", f"device class {kit.ns}-no-such-class does not exist")
     assert kit.node_of("no-class") == ""

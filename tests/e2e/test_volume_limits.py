@@ -162,13 +162,6 @@ def _with_claim(kit: Kit, name: str, claim: str) -> None:
     kit.core.create_namespaced_pod(kit.ns, body)
 
 
-def _failed_with(kit: Kit, pod: str, text: str) -> None:
-    def found() -> bool:
-        return any(text in str(ev.get("message")) for ev in kit.events(pod, "FailedScheduling"))
-
-    wait_for(found, 30, f"FailedScheduling of {pod} saying {text!r}")
-
-
 def test_a_node_takes_no_more_csi_volumes_than_its_limit(
     kit: Kit, py_scheduler: Any, storage: Callable[[str, dict[str, Any]], None]
 ) -> None:
@@ -202,14 +195,14 @@ def test_a_node_takes_no_more_csi_volumes_than_its_limit(
     assert kit.wait_bound("first") == node
     # a, plus the attached volume: the node is at its limit of 2.
     _with_claim(kit, "second", "b")
-    _failed_with(kit, "second", EXCEEDED)
+    kit.wait_failed_with("second", EXCEEDED)
     assert kit.node_of("second") == ""
     # The attachment goes (the volume was detached): its deletion brings the pod back.
     k8s.StorageV1Api(kit.cluster.api).delete_volume_attachment(f"{kit.ns}-left")
     assert kit.wait_bound("second", timeout=60) == node
 
     _with_claim(kit, "third", "c")
-    _failed_with(kit, "third", EXCEEDED)
+    kit.wait_failed_with("third", EXCEEDED)
     assert kit.node_of("third") == ""
     # A pod with volumes leaves the node: the third takes its place.
     kit.core.delete_namespaced_pod("first", kit.ns, grace_period_seconds=0)
@@ -227,7 +220,7 @@ def test_a_driver_that_must_be_installed_waits_for_a_node_that_has_it(
     _claims_bound(kit, "data")
     driver_seen()
     _with_claim(kit, "consumer", "data")
-    _failed_with(kit, "consumer", f"{driver} CSI driver is not installed on the node")
+    kit.wait_failed_with("consumer", f"{driver} CSI driver is not installed on the node")
     assert kit.node_of("consumer") == ""
     # The driver registers on one node (its kubelet writes the CSINode): the pod goes there.
     storage("CSINode", _csi_node(later, driver, None))
@@ -293,7 +286,7 @@ def test_a_claim_is_provisioned_only_where_the_driver_has_room(
         },
     )
     _with_claim(kit, "consumer", "data")
-    _failed_with(kit, "consumer", "2 node(s) did not have enough free storage")
+    kit.wait_failed_with("consumer", "2 node(s) did not have enough free storage")
     assert _selected_node(kit, "data") is None
 
     # The driver publishes room on the other node: the scheduler selects it.

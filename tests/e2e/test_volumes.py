@@ -102,20 +102,6 @@ def _with_claim(kit: Kit, name: str, claim: str) -> None:
     kit.core.create_namespaced_pod(kit.ns, body)
 
 
-def _failed_with(kit: Kit, pod: str, text: str) -> str:
-    """Wait for a FailedScheduling event of ``pod`` whose message has ``text`` (an earlier
-    one may tell of an earlier state: the scheduler's watch may see the pod before the
-    claim or class it names); its message."""
-
-    def found() -> str | None:
-        for ev in kit.events(pod, "FailedScheduling"):
-            if text in str(ev.get("message")):
-                return str(ev["message"])
-        return None
-
-    return str(wait_for(found, 30, f"FailedScheduling of {pod} saying {text!r}"))
-
-
 def _claim_bound(kit: Kit, name: str) -> bool:
     pvc = kit.core.read_namespaced_persistent_volume_claim(name, kit.ns)
     return pvc.status.phase == "Bound"
@@ -138,7 +124,7 @@ def test_pods_follow_their_claims_volumes_and_wait_for_unbound_ones(
     # A claim whose volume does not exist yet stays unbound: the pod waits for it.
     kit.core.create_namespaced_persistent_volume_claim(kit.ns, _pvc("data-b", pv_b))
     _with_claim(kit, "on-b", "data-b")
-    _failed_with(kit, "on-b", "pod has unbound immediate PersistentVolumeClaims")
+    kit.wait_failed_with("on-b", "pod has unbound immediate PersistentVolumeClaims")
     assert kit.node_of("on-b") == ""
     kit.core.create_persistent_volume(_pv(pv_b, f"b-{kit.ns}"))
     volumes.append(pv_b)
@@ -146,7 +132,7 @@ def test_pods_follow_their_claims_volumes_and_wait_for_unbound_ones(
     assert kit.wait_bound("on-b", timeout=60) == near_b
 
     _with_claim(kit, "lost", "no-such-claim")
-    _failed_with(kit, "lost", 'persistentvolumeclaim "no-such-claim" not found')
+    kit.wait_failed_with("lost", 'persistentvolumeclaim "no-such-claim" not found')
     assert kit.node_of("lost") == ""
 
 
@@ -207,7 +193,7 @@ def test_a_claim_is_provisioned_on_the_node_the_scheduler_selects(
     kit.core.patch_namespaced_persistent_volume_claim(
         "data", kit.ns, {"metadata": {"annotations": annotations}}
     )
-    _failed_with(kit, "consumer", 'binding volumes: provisioning failed for PVC "data"')
+    kit.wait_failed_with("consumer", 'binding volumes: provisioning failed for PVC "data"')
     assert kit.node_of("consumer") == ""
 
     assert wait_for(lambda: _selected_node(kit, "data"), 60, "selected-node again") == allowed
@@ -269,7 +255,7 @@ def test_a_read_write_once_pod_claim_serves_one_pod_at_a_time(
     _with_claim(kit, "first", "solo")
     kit.wait_bound("first")
     _with_claim(kit, "second", "solo")
-    _failed_with(kit, "second", "ReadWriteOncePod access mode already in-use by another pod")
+    kit.wait_failed_with("second", "ReadWriteOncePod access mode already in-use by another pod")
     assert kit.node_of("second") == ""
     kit.core.delete_namespaced_pod("first", kit.ns, grace_period_seconds=0)
     assert kit.wait_bound("second", timeout=60)

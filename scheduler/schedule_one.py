@@ -33,7 +33,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, TypeVar, overload
 
 import numpy as np
@@ -44,7 +44,13 @@ from scheduler.backend.queue import PriorityQueue, QueuedPodInfo
 from scheduler.backend.queue.events import ANY
 from scheduler.clock import Clock
 from scheduler.config import SchedulerConfig
-from scheduler.draapi import DeviceClassInfo, DeviceTaintRuleInfo, DraObject, ResourceClaimInfo
+from scheduler.draapi import (
+    Allocation,
+    DeviceClassInfo,
+    DeviceTaintRuleInfo,
+    DraObject,
+    ResourceClaimInfo,
+)
 from scheduler.framework.extender import (
     EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
@@ -406,6 +412,7 @@ class SchedulerCore:
         self.volumes.node_labels = self._node_labels
         self.volumes.claim_in_use = self.cache.claim_in_use
         self.dra = DraObjects()  # ResourceClaims, ResourceSlices, DeviceClasses
+        self.dra.on_given_up = self._claim_given_up
         # The queue owns the nominator; the framework reads it for the two-pass filter.
         self.queue = PriorityQueue(
             self.clock,
@@ -697,6 +704,14 @@ class SchedulerCore:
         self.queue.move_all_to_active_or_backoff(
             ClusterEvent(_dra_resource(obj), "Add" if old is None else "Update"), old, obj
         )
+
+    def _claim_given_up(self, claim: ResourceClaimInfo) -> None:
+        """A claim's in-flight allocation was given up (its pod's binding failed): an
+        update from "allocated" to the claim as it is, so the hints see its devices freed
+        and the claim free to allocate again."""
+        held = replace(claim, allocation=Allocation((), None, {}))
+        event = ClusterEvent("ResourceClaim", "Update")
+        self.queue.move_all_to_active_or_backoff(event, held, claim)
 
     def on_dra_object_delete(self, obj: DraObject) -> None:
         """One of those objects was deleted (a claim's deletion is an event, and a

@@ -28,7 +28,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -97,6 +97,8 @@ class DraObjects:
     node_slices: dict[str, dict[str, ResourceSliceInfo]] = field(default_factory=dict)
     shared_slices: dict[str, ResourceSliceInfo] = field(default_factory=dict)
     pools: dict[tuple[str, str], dict[str, ResourceSliceInfo]] = field(default_factory=dict)
+    # Told of a claim whose in-flight allocation was given up (the core requeues pods).
+    on_given_up: Callable[[ResourceClaimInfo], None] | None = None
     _in_use: Counter[DeviceID] = field(default_factory=Counter)
     _using: dict[str, tuple[DeviceID, ...]] = field(default_factory=dict)
     # A node's pools as last gathered, with the node record they were gathered for: valid
@@ -156,10 +158,17 @@ class DraObjects:
         self._refresh(key)
 
     def release(self, key: str, *, restore: bool = False) -> None:
-        self.in_flight.pop(key, None)
+        """The in-flight allocation of claim ``key`` ends: written (PreBind), or given up
+        (``restore``: Unreserve; the claim is again as the API server said, and
+        ``on_given_up`` is told, so that pods waiting for that claim or its devices are
+        tried again, as upstream's assume cache reports its restore as an update)."""
+        pending = self.in_flight.pop(key, None)
         if restore:
             self.assumed.pop(key, None)
         self._refresh(key)
+        claim = self.claim(key)
+        if restore and pending is not None and claim is not None and self.on_given_up:
+            self.on_given_up(claim)
 
     def set(self, obj: DraObject) -> DraObject | None:
         """The informer's add or update; returns the object it replaces."""

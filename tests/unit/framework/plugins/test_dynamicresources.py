@@ -606,3 +606,20 @@ def test_dynamic_resources_args() -> None:
         cfg({"bindingTimeout": "10m"})
     with pytest.raises(ConfigError, match=r"args\.filterTimeout: expected a duration"):
         cfg({"filterTimeout": 5})
+
+
+def test_a_pod_waiting_for_a_claim_in_flight_is_tried_again_when_it_is_given_up() -> None:
+    client = FakeClient(claim("shared"))
+    client.fail["/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/shared"] = RuntimeError(
+        "conflict"
+    )
+    core, binder = _core(*GPUS, claim("shared"), client=client)
+    assert _one(core, with_claims("p", "shared")).node == "n2"  # Reserve holds the claim
+    r = _one(core, with_claims("q", "shared"))
+    assert r.outcome == "unschedulable"
+    assert "resource claim default/shared is in the process of being allocated" in r.message
+    assert core.queue.where("default/q") == UNSCHEDULABLE_Q
+    failed = _bind(core, binder, "default/p")  # the finalizer's write fails
+    assert failed is not None
+    core.on_bind_result("default/p", binding_step_outcome(failed), failed.message())
+    assert core.queue.where("default/q") != UNSCHEDULABLE_Q

@@ -20,6 +20,7 @@ Usage: python benchmarks/core_bench.py [--sizes 100,1000,5000] [--pods 2000] [--
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import json
 import platform
@@ -197,13 +198,10 @@ def pct(values: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def bench_throughput(nodes: int, pods: int, *, owned: bool = False) -> dict[str, Any]:
-    """``owned``: the pending pods belong to ReplicaSets (20 of them, as do the bound pods),
-    so that PodTopologySpread's system default constraints count matching pods."""
-    core, ports = build(nodes, 10, owners=20 if owned else 0)
-    for i in range(pods):
-        owner = f"rs-{i % 20}" if owned else ""
-        core.queue.add(_pod(f"p-{i}", cpu="100m", memory="500Mi", owner=owner))
+def _drain(core: SchedulerCore, ports: _Ports) -> tuple[list[float], float]:
+    """Cycles until the queue is empty, each bound at once (a binding cycle's PreBind run
+    first, for pods that have one); each cycle's seconds, and the whole."""
+    loop: asyncio.AbstractEventLoop | None = None
     cycles: list[float] = []
     start = time.perf_counter()
     while True:
@@ -211,12 +209,31 @@ def bench_throughput(nodes: int, pods: int, *, owned: bool = False) -> dict[str,
         r = core.schedule_one()
         if r is None:
             break
+        if ports.cycles:
+            loop = loop or asyncio.new_event_loop()
+            for cycle in ports.cycles:
+                cycle.begin()
+                loop.run_until_complete(cycle.finish_async())
+            ports.cycles.clear()
         for pod, node in ports.pending:
             core.on_bind_result(pod.key, BindOutcome.OK)
             core.on_pod_update(None, replace(pod, node_name=node, phase="Running"))
         ports.pending.clear()
         cycles.append(time.perf_counter() - t0)
     total = time.perf_counter() - start
+    if loop is not None:
+        loop.close()
+    return cycles, total
+
+
+def bench_throughput(nodes: int, pods: int, *, owned: bool = False) -> dict[str, Any]:
+    """``owned``: the pending pods belong to ReplicaSets (20 of them, as do the bound pods),
+    so that PodTopologySpread's system default constraints count matching pods."""
+    core, ports = build(nodes, 10, owners=20 if owned else 0)
+    for i in range(pods):
+        owner = f"rs-{i % 20}" if owned else ""
+        core.queue.add(_pod(f"p-{i}", cpu="100m", memory="500Mi", owner=owner))
+    cycles, total = _drain(core, ports)
     return {
         "nodes": nodes,
         "pods": pods,
@@ -237,8 +254,6 @@ def bench_dra(nodes: int, pods: int, devices: int = 8) -> dict[str, Any]:
     the driver and an attribute) on nodes that each publish a ResourceSlice of ``devices``
     devices: DynamicResources allocates on every node Filter visits, Reserve holds the
     device, and PreBind (no API server: the assumption becomes the claim) writes it."""
-    import asyncio
-
     from scheduler.framework.plugins.dracel import load_cel
 
     load_cel()  # as the live scheduler does at start
@@ -291,25 +306,7 @@ def bench_dra(nodes: int, pods: int, devices: int = 8) -> dict[str, Any]:
     # As the live scheduler does once its informers have synced (slices and claims too).
     gc.collect()
     gc.freeze()
-    loop = asyncio.new_event_loop()
-    cycles: list[float] = []
-    start = time.perf_counter()
-    while True:
-        t0 = time.perf_counter()
-        r = core.schedule_one()
-        if r is None:
-            break
-        for cycle in ports.cycles:
-            cycle.begin()
-            loop.run_until_complete(cycle.finish_async())
-        ports.cycles.clear()
-        for pod, node in ports.pending:
-            core.on_bind_result(pod.key, BindOutcome.OK)
-            core.on_pod_update(None, replace(pod, node_name=node, phase="Running"))
-        ports.pending.clear()
-        cycles.append(time.perf_counter() - t0)
-    total = time.perf_counter() - start
-    loop.close()
+    cycles, total = _drain(core, ports)
     allocated = sum(1 for c in core.dra.claims.values() if core.dra.claim(c.key).allocation)  # type: ignore[union-attr]
     return {
         "nodes": nodes,

@@ -183,7 +183,7 @@ class _Result:
     slice: ResourceSliceInfo
 
 
-class _Search:
+class Search:
     def __init__(
         self,
         claims: Sequence[ResourceClaimInfo],
@@ -426,7 +426,7 @@ def find(
     rule_taints: Callable[[DeviceID], tuple[Taint, ...]] = lambda did: (),
     *,
     deadline: float | None = None,
-) -> _Search | None:
+) -> Search | None:
     """The search that found devices for every claim on ``node``, or None when they do not
     fit (``rule_taints``: the taints DeviceTaintRules put on a device). Raises
     AllocationError (the claims cannot be allocated anywhere as they stand),
@@ -434,7 +434,7 @@ def find(
     node is invalid). Filter asks this of every node it visits and keeps nothing of it:
     objects kept per node and cycle would outlive the young generation and make the
     collector's passes cost more than the search (a py-spy profile of a live backlog)."""
-    search = _Search(claims, pools, classes, in_use, rule_taints, deadline)
+    search = Search(claims, pools, classes, in_use, rule_taints, deadline)
     search.prepare()
     if not search.one(0, 0, 0, 0, False):
         if any(p.invalid for p in pools):
@@ -445,25 +445,13 @@ def find(
     return search
 
 
-def chosen_requests(search: _Search) -> frozenset[str]:
+def chosen_requests(search: Search) -> frozenset[str]:
     """The (sub)request names the found devices are for, over all claims (Score's)."""
     return frozenset(res.req.result_name for found in search.results for res in found)
 
 
-def allocate(
-    claims: Sequence[ResourceClaimInfo],
-    node: NodeRecord,
-    pools: list[Pool],
-    classes: Mapping[str, DeviceClassInfo],
-    in_use: Callable[[DeviceID], bool],
-    rule_taints: Callable[[DeviceID], tuple[Taint, ...]] = lambda did: (),
-    *,
-    deadline: float | None = None,
-) -> list[Allocated] | None:
-    """``find``, and each claim's allocation from it."""
-    search = find(claims, node, pools, classes, in_use, rule_taints, deadline=deadline)
-    if search is None:
-        return None
+def allocations(search: Search, claims: Sequence[ResourceClaimInfo]) -> list[Allocated]:
+    """Each claim's allocation from a successful ``find`` over ``claims``."""
     out = []
     for ci, claim in enumerate(claims):
         found = search.results[ci]
@@ -478,12 +466,12 @@ def allocate(
 
 
 def _raw_maker(
-    search: _Search, ci: int, claim: ResourceClaimInfo
+    search: Search, ci: int, claim: ResourceClaimInfo
 ) -> Callable[[], Mapping[str, Any]]:
     return lambda: _raw(search, ci, claim)
 
 
-def _raw(search: _Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]:
+def _raw(search: Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]:
     results = []
     for res in search.results[ci]:
         entry: dict[str, Any] = {
@@ -605,8 +593,9 @@ __all__ = [
     "AllocationTimeout",
     "FailedOnNode",
     "Pool",
+    "Search",
     "Version",
-    "allocate",
+    "allocations",
     "chosen_requests",
     "find",
     "gather_pools",

@@ -63,7 +63,8 @@ from scheduler.framework.plugins.draallocator import (
     AllocationTimeout,
     FailedOnNode,
     Pool,
-    allocate,
+    Search,
+    allocations,
     chosen_requests,
     find,
     gather_pools,
@@ -410,7 +411,7 @@ class DynamicResources:
     def _deadline(self) -> float | None:
         return time.perf_counter() + self.filter_timeout if self.filter_timeout > 0 else None
 
-    def _find(self, st: _State, node: NodeRecord) -> Any:
+    def _find(self, st: _State, node: NodeRecord) -> Search | None:
         o = self.objects
         claims = [st.claims[i] for i in st.to_allocate]
         return find(
@@ -536,21 +537,13 @@ class DynamicResources:
         # The node's search again (Filter kept nothing of it); within the cycle nothing it
         # reads has changed, unless an extender's call was awaited meanwhile.
         try:
-            o = self.objects
-            found = allocate(
-                [st.claims[i] for i in st.to_allocate],
-                node,
-                o.node_pools(node),
-                o.classes,
-                o.in_use,
-                o.rule_taints,
-                deadline=self._deadline(),
-            )
+            search = self._find(st, node)
         except (AllocationError, AllocationTimeout, FailedOnNode) as e:
             return Status.error(f"node {node_name}: {e or type(e).__name__}", plugin=self.name)
-        if found is None:
+        if search is None:
             msg = f"node {node_name}: the devices found in Filter are taken"
             return Status.error(msg, plugin=self.name)
+        found = allocations(search, [st.claims[i] for i in st.to_allocate])
         st.chosen = found
         # The state lives on with the pod's binding (a backlog keeps hundreds of pods there).
         st.fits = {node_name: node}

@@ -155,7 +155,8 @@ class EventHandlers:
 
     # ------------------------------------------------------------------ devices
     def dra_object(self, kind: str) -> Callable[[Delta[DraObject]], None]:
-        """ResourceClaims, ResourceSlices, DeviceClasses (DynamicResources')."""
+        """ResourceClaims, ResourceSlices, DeviceClasses, DeviceTaintRules
+        (DynamicResources'); ``kind`` names which (the event label)."""
 
         def handle(d: Delta[DraObject]) -> None:
             t0 = time.perf_counter()

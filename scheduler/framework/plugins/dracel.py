@@ -40,6 +40,7 @@ _SEMVER = re.compile(
     r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
 )
 _CACHE_MAX = 4096
+_PER_DEVICE_MAX = 256  # selector results cached on one device
 
 
 class CelError(ValueError):
@@ -206,6 +207,8 @@ def device_matches(expression: str, device: Device, driver: str) -> bool:
                 if isinstance(result, bool)
                 else (f"CEL result of type {type(result).__name__} could not be converted to bool")
             )
+        if len(device.matches) >= _PER_DEVICE_MAX:  # claims' own selectors may all differ
+            device.matches.clear()
         device.matches[expression] = hit
     if isinstance(hit, str):
         raise CelError(hit)

@@ -32,7 +32,6 @@ from scheduler.draapi import (
     DeviceRequest,
     ResourceClaimInfo,
     ResourceSliceInfo,
-    Version,
 )
 from scheduler.framework.plugins.dracel import CelError, device_matches
 from scheduler.framework.plugins.helper import match_node_selector_terms
@@ -594,7 +593,6 @@ __all__ = [
     "FailedOnNode",
     "Pool",
     "Search",
-    "Version",
     "allocations",
     "chosen_requests",
     "find",

@@ -1,9 +1,9 @@
 """Dynamic resource allocation's objects (resource.k8s.io/v1) as the scheduler reads them:
-ResourceClaims, ResourceSlices and DeviceClasses, parsed from their API dicts into frozen
-records. Only what DynamicResources (scheduler/framework/plugins/dynamicresources.py) reads
-is kept, plus the pieces of the API form it writes back (class and claim configuration,
-a slice's node selector). A field we cannot use raises ``ParseError`` naming the object
-and the field."""
+ResourceClaims, ResourceSlices, DeviceClasses and DeviceTaintRules, parsed from their API
+dicts into frozen records. Only what DynamicResources
+(scheduler/framework/plugins/dynamicresources.py) reads is kept, plus the pieces of the API
+form it writes back (class and claim configuration, a slice's or a device's node
+selector). A field we cannot use raises ``ParseError`` naming the object and the field."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from scheduler.quantity import QuantityError, parse_nanos
 from scheduler.types import (
     NodeSelectorTerm,
     ParseError,
@@ -52,6 +53,22 @@ class DeviceID(NamedTuple):
 
 
 # ---------------------------------------------------------------------------- slices
+# Counters (partitionable devices) by name: whole nano units of their quantity.
+Counters = Mapping[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class NodePlacement:
+    """Where a device of a slice with ``perDeviceNodeSelection`` is available: one of a
+    node's name, every node, or a node selector (its API form is written into
+    allocations); none of them set: no node."""
+
+    node_name: str = ""
+    all_nodes: bool = False
+    node_selector: tuple[NodeSelectorTerm, ...] | None = None
+    node_selector_raw: Mapping[str, Any] | None = None
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Device:
     """One device of a ResourceSlice. ``attributes`` and ``capacity`` are keyed by their
@@ -61,9 +78,13 @@ class Device:
     attributes: Mapping[str, AttrValue | Version]
     capacity: Mapping[str, str]  # quantity strings
     taints: tuple[Taint, ...] = ()
-    # Features we do not build (partitionable devices, binding conditions, consumable
-    # capacity): a device that uses one is never allocated.
+    # Features we do not build (binding conditions, consumable capacity): a device that
+    # uses one is never allocated.
     unsupported: str = ""
+    # Partitionable devices: the counters it takes from its pool's counter sets, by set
+    # name; where it is available when its slice selects nodes per device.
+    consumes: tuple[tuple[str, Counters], ...] = ()
+    placement: NodePlacement | None = None
     # Selector results by CEL expression (the allocator's cache; a device is immutable).
     matches: dict[str, bool | str] = field(default_factory=dict, compare=False)
 
@@ -80,9 +101,12 @@ class ResourceSliceInfo:
     node_selector: tuple[NodeSelectorTerm, ...] | None
     node_selector_raw: Mapping[str, Any] | None  # the API form (written into allocations)
     devices: tuple[Device, ...]
-    unsupported: str = ""  # a slice-level feature we do not build (its pool is invalid)
     resource_version: int = 0
     ids: tuple[DeviceID, ...] = ()  # the devices' identities, in the same order
+    # Partitionable devices: the slice's counter sets (a slice has them or devices), and
+    # whether each device names the nodes it is available on.
+    counter_sets: tuple[tuple[str, Counters], ...] = ()
+    per_device_nodes: bool = False
 
 
 # ---------------------------------------------------------------------------- classes
@@ -241,7 +265,7 @@ def _qualified(name: str, driver: str) -> str:
     return name if "/" in name else f"{driver}/{name}"
 
 
-def _device(raw: Any, driver: str, who: str, where: str) -> Device:
+def _device(raw: Any, driver: str, who: str, where: str, per_device_nodes: bool) -> Device:
     d = _map(raw, who, where)
     name = d.get("name")
     if not isinstance(name, str) or not name:
@@ -273,17 +297,54 @@ def _device(raw: Any, driver: str, who: str, where: str) -> Device:
     ]
     unsupported = ""
     for feature, label in (
-        ("consumesCounters", "consumesCounters (partitionable devices)"),
         ("bindingConditions", "bindingConditions"),
         ("allowMultipleAllocations", "allowMultipleAllocations (consumable capacity)"),
-        ("nodeName", "per-device nodeName"),
-        ("nodeSelector", "per-device nodeSelector"),
-        ("allNodes", "per-device allNodes"),
     ):
         if d.get(feature):
             unsupported = label
             break
-    return Device(name, attrs, capacity, tuple(taints), unsupported)
+    consumes = []
+    for i, c in enumerate(_list(d.get("consumesCounters"), who, f"{where}.consumesCounters")):
+        at = f"{where}.consumesCounters[{i}]"
+        cm = _map(c, who, at)
+        set_name = cm.get("counterSet")
+        if not isinstance(set_name, str) or not set_name:
+            raise ParseError(who, f"{at}.counterSet", "missing")
+        consumes.append((set_name, _counters(cm.get("counters"), who, f"{at}.counters")))
+    placement = None
+    if per_device_nodes:
+        placement = NodePlacement(
+            str(d.get("nodeName") or ""),
+            d.get("allNodes") is True,
+            *_selector(d.get("nodeSelector"), who, f"{where}.nodeSelector"),
+        )
+    return Device(name, attrs, capacity, tuple(taints), unsupported, tuple(consumes), placement)
+
+
+def _counters(raw: Any, who: str, where: str) -> Counters:
+    """A counter set's or a device's ``counters``: name -> {value: quantity}."""
+    out = {}
+    for key, value in _map(raw, who, where).items():
+        q = _map(value, who, f"{where}[{key}]").get("value")
+        try:
+            if isinstance(q, bool) or not isinstance(q, str | int):
+                raise QuantityError(f"expected a quantity, got {q!r}")
+            out[str(key)] = parse_nanos(q)
+        except QuantityError as e:
+            raise ParseError(who, f"{where}[{key}].value", str(e)) from None
+    return out
+
+
+def _selector(
+    raw: Any, who: str, where: str
+) -> tuple[tuple[NodeSelectorTerm, ...] | None, Mapping[str, Any] | None]:
+    """A node selector (parsed, and its API form), or (None, None) when unset."""
+    if raw is None:
+        return None, None
+    sel = _map(raw, who, where)
+    return _node_selector_terms(
+        sel.get("nodeSelectorTerms"), f"{where}.nodeSelectorTerms", who
+    ), sel
 
 
 def resource_slice_from_dict(obj: Obj) -> ResourceSliceInfo:
@@ -301,22 +362,21 @@ def resource_slice_from_dict(obj: Obj) -> ResourceSliceInfo:
     for key, value in (("generation", generation), ("resourceSliceCount", count)):
         if isinstance(value, bool) or not isinstance(value, int):
             raise ParseError(who, f"spec.pool.{key}", f"expected an integer, got {value!r}")
-    selector_raw = spec.get("nodeSelector")
-    terms = None
-    if selector_raw is not None:
-        sel = _map(selector_raw, who, "spec.nodeSelector")
-        terms = _node_selector_terms(
-            sel.get("nodeSelectorTerms"), "spec.nodeSelector.nodeSelectorTerms", who
-        )
+    terms, selector_raw = _selector(spec.get("nodeSelector"), who, "spec.nodeSelector")
+    per_device_nodes = spec.get("perDeviceNodeSelection") is True
     devices = tuple(
-        _device(d, driver, who, f"spec.devices[{i}]")
+        _device(d, driver, who, f"spec.devices[{i}]", per_device_nodes)
         for i, d in enumerate(_list(spec.get("devices"), who, "spec.devices"))
     )
-    unsupported = ""
-    if spec.get("sharedCounters"):
-        unsupported = "sharedCounters (partitionable devices)"
-    elif spec.get("perDeviceNodeSelection"):
-        unsupported = "perDeviceNodeSelection (partitionable devices)"
+    counter_sets = []
+    for i, c in enumerate(_list(spec.get("sharedCounters"), who, "spec.sharedCounters")):
+        cm = _map(c, who, f"spec.sharedCounters[{i}]")
+        set_name = cm.get("name")
+        if not isinstance(set_name, str) or not set_name:
+            raise ParseError(who, f"spec.sharedCounters[{i}].name", "missing")
+        counter_sets.append(
+            (set_name, _counters(cm.get("counters"), who, f"spec.sharedCounters[{i}].counters"))
+        )
     return ResourceSliceInfo(
         name=name,
         driver=driver,
@@ -328,9 +388,10 @@ def resource_slice_from_dict(obj: Obj) -> ResourceSliceInfo:
         node_selector=terms,
         node_selector_raw=selector_raw,
         devices=devices,
-        unsupported=unsupported,
         resource_version=_version(meta),
         ids=tuple(DeviceID(driver, pool_name, d.name) for d in devices),
+        counter_sets=tuple(counter_sets),
+        per_device_nodes=per_device_nodes,
     )
 
 
@@ -531,12 +592,14 @@ __all__ = [
     "ClaimRequest",
     "Constraint",
     "Consumer",
+    "Counters",
     "Device",
     "DeviceClassInfo",
     "DeviceID",
     "DeviceRequest",
     "DeviceTaintRuleInfo",
     "DraObject",
+    "NodePlacement",
     "ResourceClaimInfo",
     "ResourceSliceInfo",
     "Version",

@@ -287,14 +287,23 @@ def _label_selector(raw: Any, where: str, obj: str) -> LabelSelector:
 
 
 def _node_selector_terms(raw: Any, where: str, obj: str) -> tuple[NodeSelectorTerm, ...]:
+    if raw is not None and not isinstance(raw, list):
+        raise ParseError(obj, where, "expected a list")
     terms = []
     for i, t in enumerate(raw or ()):
+        if t is not None and not isinstance(t, Mapping):
+            raise ParseError(obj, f"{where}[{i}]", "expected a map")
         parts: dict[str, list[NodeSelectorRequirement]] = {
             "matchExpressions": [],
             "matchFields": [],
         }
         for kind in parts:
-            for j, e in enumerate((t or {}).get(kind) or ()):
+            reqs = (t or {}).get(kind)
+            if reqs is not None and not isinstance(reqs, list):
+                raise ParseError(obj, f"{where}[{i}].{kind}", "expected a list")
+            for j, e in enumerate(reqs or ()):
+                if not isinstance(e, Mapping):
+                    raise ParseError(obj, f"{where}[{i}].{kind}[{j}]", "expected a map")
                 op = e.get("operator")
                 if op not in _NODE_OPS:
                     raise ParseError(obj, f"{where}[{i}].{kind}[{j}].operator", f"unknown {op!r}")

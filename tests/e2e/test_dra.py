@@ -5,7 +5,8 @@ allocation and reservation written by the scheduler); a pod whose claim comes fr
 template waits until the controller has created it; a second pod finds no free device
 (FailedScheduling says so) until the first is deleted and the controller deallocates its
 claim; a claim's CEL selector picks among devices; a DeviceTaintRule keeps a device
-unallocated until it is deleted."""
+unallocated until it is deleted; partitionable devices: a device whose shared counters
+are taken by another is not given, and a device's own node selection places the pod."""
 
 from __future__ import annotations
 
@@ -201,3 +202,77 @@ def test_a_selector_picks_the_device_a_taint_rule_keeps_one_free_and_an_unknown_
     _pod(kit, "no-class", {"resourceClaimName": "nowhere"})
     kit.wait_failed_with("no-class", f"device class {kit.ns}-no-such-class does not exist")
     assert kit.node_of("no-class") == ""
+
+
+def test_partitionable_devices_share_counters_and_choose_their_nodes(
+    kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
+) -> None:
+    api, _ = dra
+    driver = f"mig.{kit.ns}.example.com"
+    gpu_node, port_node = kit.nodes(2)
+    klass = _device_class(dra, f"{kit.ns}-mig", driver)
+    # One GPU's 40Gi offered whole or as two halves: the counters in one slice, the
+    # devices (each taking its share) in another, both of the node's pool.
+    pool = {"name": gpu_node, "generation": 1, "resourceSliceCount": 2}
+    counters = {"driver": driver, "nodeName": gpu_node, "pool": pool}
+    counters["sharedCounters"] = [{"name": "gpu-0", "counters": {"mem": {"value": "40Gi"}}}]
+    _cluster_object(
+        dra,
+        "resourceslices",
+        {"kind": "ResourceSlice", "metadata": {"name": f"{kit.ns}-counters"}, "spec": counters},
+    )
+    devices = [
+        {
+            "name": name,
+            "attributes": {"profile": {"string": profile}},
+            "consumesCounters": [{"counterSet": "gpu-0", "counters": {"mem": {"value": mem}}}],
+        }
+        for name, profile, mem in (
+            ("full", "full", "40Gi"),
+            ("half-a", "half", "20Gi"),
+            ("half-b", "half", "20Gi"),
+        )
+    ]
+    gpus = _slice(f"{kit.ns}-gpus", driver, gpu_node, devices)
+    gpus["spec"]["pool"]["resourceSliceCount"] = 2
+    _cluster_object(dra, "resourceslices", gpus)
+
+    def profile(p: str) -> str:
+        return f'device.attributes["{driver}"].profile == "{p}"'
+
+    _claim(kit, api, "half", _spec(klass, profile("half")))
+    _pod(kit, "half", {"resourceClaimName": "half"})
+    assert kit.wait_bound("half") == gpu_node
+    # "full" is free, but half of the GPU's memory is not.
+    _claim(kit, api, "full", _spec(klass, profile("full")))
+    _pod(kit, "full", {"resourceClaimName": "full"})
+    kit.wait_failed_with("full", "cannot allocate all claims")
+    assert kit.node_of("full") == ""
+    # The half's pod goes, the controller deallocates its claim: the memory is back.
+    kit.delete("half", grace=0)
+    assert kit.wait_bound("full", timeout=60) == gpu_node
+    results = _read_claim(kit, api, "full")["status"]["allocation"]["devices"]["results"]
+    assert [r["device"] for r in results] == ["full"]
+
+    # A slice whose devices name their nodes: the pod goes where its device is, and the
+    # allocation says so.
+    ports = {
+        "driver": driver,
+        "perDeviceNodeSelection": True,
+        "pool": {"name": f"{kit.ns}-fabric", "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {"name": "port-0", "attributes": {"profile": {"string": "port"}}, "nodeName": port_node}
+        ],
+    }
+    _cluster_object(
+        dra,
+        "resourceslices",
+        {"kind": "ResourceSlice", "metadata": {"name": f"{kit.ns}-ports"}, "spec": ports},
+    )
+    _claim(kit, api, "port", _spec(klass, profile("port")))
+    _pod(kit, "port", {"resourceClaimName": "port"})
+    assert kit.wait_bound("port") == port_node
+    allocation = _read_claim(kit, api, "port")["status"]["allocation"]
+    assert allocation["nodeSelector"]["nodeSelectorTerms"] == [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [port_node]}]}
+    ]

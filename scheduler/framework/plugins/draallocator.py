@@ -2,18 +2,22 @@
 variant (k8s.io/dynamic-resource-allocation/structured/internal/stable): for one node,
 devices for every claim the pod still needs allocated, or None.
 
-Pools: a node's slices (``nodeName`` equal to it, ``allNodes``, or a ``nodeSelector`` it
-matches) grouped by driver and pool, the newest generation only; a pool whose slices of
-that generation are not all there is incomplete (skipped; an ``All`` request over it is an
-error), one that repeats a device name is invalid. Search: claims in order, their requests
-in order, each request's devices one at a time, in pool and slice order, with
+Pools: a node's slices (``nodeName`` equal to it, ``allNodes``, a ``nodeSelector`` it
+matches, or ``perDeviceNodeSelection`` with a device available on it) and every slice of
+shared counters, grouped by driver and pool, the newest generation only; a pool whose
+slices of that generation are not all there is incomplete (skipped; an ``All`` request
+over it is an error), one that repeats a device name or a counter set name, or whose
+devices consume a counter it does not have, is invalid. Search: claims in order, their
+requests in order, each request's devices one at a time, in pool and slice order, with
 backtracking, as upstream's allocateOne; ``firstAvailable`` subrequests are tried in
 order; ``matchAttribute`` constraints are kept as devices are added; a device in use by
 another claim (or by an earlier request of these claims) is skipped unless the request
 asks for admin access; a device taint with effect NoSchedule or NoExecute that the request
-does not tolerate rules the device out. Devices that use features not built here
-(partitionable devices, consumable capacity, binding conditions, per-device node
-selection) are never chosen, as upstream with those features disabled."""
+does not tolerate rules the device out; a device that consumes counters (partitionable
+devices) is taken only while its pool's counter sets, less what the devices in use and
+those already chosen consume, stay at or above zero. Devices that use features not built
+here (consumable capacity, binding conditions) are never chosen, as upstream with those
+features disabled."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from scheduler.draapi import (
     ALLOCATION_RESULTS_MAX,
     MODE_ALL,
     ClaimRequest,
+    Counters,
     Device,
     DeviceClassInfo,
     DeviceID,
@@ -54,19 +59,41 @@ class FailedOnNode(Exception):
 class Pool:
     driver: str
     name: str
-    slices: list[ResourceSliceInfo] = field(default_factory=list)
+    slices: list[ResourceSliceInfo] = field(default_factory=list)  # those with devices
     incomplete: bool = False
     invalid: str = ""
+    # Partitionable devices: the pool's counter sets, and its slices (of the generation
+    # used) that do not target the node, whose devices in use still consume counters.
+    counter_sets: dict[str, Counters] = field(default_factory=dict)
+    elsewhere: list[ResourceSliceInfo] = field(default_factory=list)
+
+
+def _placed_on(
+    node_name: str,
+    all_nodes: bool,
+    terms: Sequence[Any] | None,
+    node: NodeRecord,
+) -> bool:
+    """Upstream's NodeMatches: a node's name, every node, a selector; else no node."""
+    if node_name:
+        return node_name == node.name
+    if all_nodes:
+        return True
+    if terms is not None:
+        return match_node_selector_terms(terms, node.labels, node.name)
+    return False
+
+
+def device_on_node(d: Device, node: NodeRecord) -> bool:
+    """Whether a device of a ``perDeviceNodeSelection`` slice is available on the node."""
+    p = d.placement
+    return p is not None and _placed_on(p.node_name, p.all_nodes, p.node_selector, node)
 
 
 def slice_on_node(s: ResourceSliceInfo, node: NodeRecord) -> bool:
-    if s.node_name:
-        return s.node_name == node.name
-    if s.all_nodes:
-        return True
-    if s.node_selector is not None:
-        return match_node_selector_terms(s.node_selector, node.labels, node.name)
-    return False
+    if s.per_device_nodes:
+        return any(device_on_node(d, node) for d in s.devices)
+    return _placed_on(s.node_name, s.all_nodes, s.node_selector, node)
 
 
 def gather_pools(
@@ -74,12 +101,12 @@ def gather_pools(
     node: NodeRecord,
     pool_slices: Callable[[str, str], Iterable[ResourceSliceInfo]],
 ) -> list[Pool]:
-    """The node's pools (upstream's GatherPools without partitionable devices).
-    ``candidates``: slices that may target the node; ``pool_slices(driver, pool)``: every
-    slice of a pool, whichever node it targets."""
+    """The node's pools (upstream's GatherPools). ``candidates``: slices that may target
+    the node (slices of shared counters among them, whatever node they name);
+    ``pool_slices(driver, pool)``: every slice of a pool, whichever node it targets."""
     found: dict[tuple[str, str], list[ResourceSliceInfo]] = {}
     for s in candidates:
-        if s.unsupported or not slice_on_node(s, node):
+        if not s.counter_sets and not slice_on_node(s, node):
             continue
         key = (s.driver, s.pool)
         have = found.get(key)
@@ -90,24 +117,53 @@ def gather_pools(
     pools = []
     for (driver, name), slices in sorted(found.items()):
         generation = slices[0].generation
+        elsewhere: list[ResourceSliceInfo] = []
         if len(slices) != slices[0].slice_count:
             everywhere = list(pool_slices(driver, name))
             if any(s.generation > generation for s in everywhere):
                 continue  # obsolete: a newer generation is on its way
-            same = sum(1 for s in everywhere if s.generation == generation)
-            if same != slices[0].slice_count:
+            same = [s for s in everywhere if s.generation == generation]
+            if len(same) != slices[0].slice_count:
                 pools.append(Pool(driver, name, incomplete=True))
                 continue
+            here = {s.name for s in slices}
+            elsewhere = sorted((s for s in same if s.name not in here), key=lambda s: s.name)
         slices.sort(key=lambda s: s.name)
-        pool = Pool(driver, name, slices)
-        seen: set[str] = set()
-        for s in slices:
-            for d in s.devices:
-                if d.name in seen:
-                    pool.invalid = f"duplicate device name {d.name}"
-                seen.add(d.name)
+        pool = Pool(driver, name, [s for s in slices if not s.counter_sets])
+        pool.invalid = _invalid(pool, slices, elsewhere)
+        if not pool.invalid:
+            pool.elsewhere = elsewhere
         pools.append(pool)
     return pools
+
+
+def _invalid(
+    pool: Pool, slices: list[ResourceSliceInfo], elsewhere: list[ResourceSliceInfo]
+) -> str:
+    """Why the pool cannot be used (upstream's buildPool), or ""; fills its counter sets.
+    Device names are checked among the node's slices, what devices consume against the
+    counter sets among all of the pool's."""
+    seen: set[str] = set()
+    for s in pool.slices:
+        for d in s.devices:
+            if d.name in seen:
+                return f"duplicate device name {d.name}"
+            seen.add(d.name)
+    for s in slices:
+        for set_name, counters in s.counter_sets:
+            if set_name in pool.counter_sets:
+                return f"duplicate counter set name {set_name}"
+            pool.counter_sets[set_name] = counters
+    for s in (*pool.slices, *elsewhere):
+        for d in s.devices:
+            for set_name, counters in d.consumes:
+                have = pool.counter_sets.get(set_name)
+                if have is None:
+                    return f"counter set {set_name} not found"
+                for counter in counters:
+                    if counter not in have:
+                        return f"counter {counter} not found in counter set {set_name}"
+    return ""
 
 
 @dataclass(slots=True)
@@ -180,6 +236,7 @@ class _Result:
     req: _Req
     id: DeviceID
     slice: ResourceSliceInfo
+    device: Device
 
 
 class Search:
@@ -191,7 +248,9 @@ class Search:
         in_use: Callable[[DeviceID], bool],
         rule_taints: Callable[[DeviceID], tuple[Taint, ...]],
         deadline: float | None = None,
+        node: NodeRecord | None = None,
     ) -> None:
+        self.node = node
         self.rule_taints = rule_taints
         self.deadline = deadline
         self.steps = 0
@@ -207,6 +266,10 @@ class Search:
         ]
         self.allocating: dict[DeviceID, set[int]] = {}
         self.results: list[list[_Result]] = [[] for _ in claims]
+        # Partitionable devices: what is left of each pool's counters, by pool and
+        # (counter set, counter); computed when a device of the pool first needs it.
+        self.pool_of = {(p.driver, p.name): p for p in pools}
+        self.left: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
 
     # ---------------------------------------------------------------- preparation
     def prepare(self) -> None:
@@ -270,7 +333,50 @@ class Search:
             not d.unsupported
             and _admits(r.cls.selectors, d, did, s.driver, f"class {r.cls.name}")
             and _admits(r.request.selectors, d, did, s.driver, f"claim {self.claims[ci].key}")
+            and (not s.per_device_nodes or (self.node is not None and device_on_node(d, self.node)))
         )
+
+    def _counters_left(self, s: ResourceSliceInfo) -> dict[tuple[str, str], int]:
+        """The pool's counters less what its devices in use consume (upstream's available
+        counters: devices whose allocation is written or in flight, not this search's)."""
+        key = (s.driver, s.pool)
+        left = self.left.get(key)
+        if left is None:
+            pool = self.pool_of[key]
+            left = {
+                (set_name, counter): value
+                for set_name, counters in pool.counter_sets.items()
+                for counter, value in counters.items()
+            }
+            for other in (*pool.slices, *pool.elsewhere):
+                for did, d in zip(other.ids, other.devices, strict=True):
+                    if d.consumes and self.in_use(did):
+                        for set_name, counters in d.consumes:
+                            for counter, value in counters.items():
+                                left[set_name, counter] -= value
+            self.left[key] = left
+        return left
+
+    def _take_counters(self, s: ResourceSliceInfo, d: Device) -> Callable[[], None] | None:
+        """The device's counters taken from its pool, and how to give them back; None when
+        a counter would fall below zero. As upstream, a pool any counter of which is
+        already overdrawn (a slice changed under allocated devices) gives none."""
+        left = self._counters_left(s)
+        if any(v < 0 for v in left.values()):
+            return None
+        taken = [(set_name, c, v) for set_name, cs in d.consumes for c, v in cs.items()]
+        for set_name, c, v in taken:
+            left[set_name, c] -= v
+        if any(left[set_name, c] < 0 for set_name, c, _ in taken):
+            for set_name, c, v in taken:
+                left[set_name, c] += v
+            return None
+
+        def give_back() -> None:
+            for set_name, c, v in taken:
+                left[set_name, c] += v
+
+        return give_back
 
     # ---------------------------------------------------------------- search
     def busy(self, did: DeviceID) -> bool:
@@ -352,6 +458,11 @@ class Search:
             return None
         if _taint_blocks(d.taints, r.request) or _taint_blocks(self.rule_taints(did), r.request):
             return None
+        give_back = None
+        if d.consumes:
+            give_back = self._take_counters(s, d)
+            if give_back is None:
+                return None
         base = r.parent.name if r.parent is not None else r.request.name
         full = r.result_name
         added: list[_MatchAttribute] = []
@@ -359,6 +470,8 @@ class Search:
             if not c.add(base, full, d, s.driver):
                 for done in reversed(added):
                     done.remove(base, full)
+                if give_back is not None:
+                    give_back()
                 if must:
                     raise AllocationError(
                         f"claim {self.claims[ci].key}, request {r.request.name}: cannot add "
@@ -368,7 +481,7 @@ class Search:
             added.append(c)
         self.allocating.setdefault(did, set()).add(ci)
         results = self.results[ci]
-        results.append(_Result(r, did, s))
+        results.append(_Result(r, did, s, d))
         size = len(results) - 1
 
         def undo() -> None:
@@ -376,6 +489,8 @@ class Search:
             self.allocating[did].discard(ci)
             for c in reversed(added):
                 c.remove(base, full)
+            if give_back is not None:
+                give_back()
 
         return undo
 
@@ -433,7 +548,7 @@ def find(
     node is invalid). Filter asks this of every node it visits and keeps nothing of it:
     objects kept per node and cycle would outlive the young generation and make the
     collector's passes cost more than the search (a py-spy profile of a live backlog)."""
-    search = Search(claims, pools, classes, in_use, rule_taints, deadline)
+    search = Search(claims, pools, classes, in_use, rule_taints, deadline, node)
     search.prepare()
     if not search.one(0, 0, 0, 0, False):
         if any(p.invalid for p in pools):
@@ -527,14 +642,23 @@ def _raw(search: Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]
     return raw
 
 
+def _placement(res: _Result) -> tuple[str, Mapping[str, Any] | None]:
+    """The node name and node selector (API form) of where a found device is available:
+    its slice's, or its own when the slice selects nodes per device."""
+    if res.slice.per_device_nodes:
+        p = res.device.placement
+        return (p.node_name, p.node_selector_raw) if p is not None else ("", None)
+    return res.slice.node_name, res.slice.node_selector_raw
+
+
 def _check_selectors(results: list[_Result]) -> None:
     """What ``_node_selector`` would refuse, found at once (the API form is built later)."""
     for res in results:
-        s = res.slice
-        if s.node_name:
+        node_name, selector = _placement(res)
+        if node_name:
             return
-        if s.node_selector_raw is not None:
-            terms = s.node_selector_raw.get("nodeSelectorTerms") or []
+        if selector is not None:
+            terms = selector.get("nodeSelectorTerms") or []
             if len(terms) > 1:
                 raise AllocationError(
                     f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms"
@@ -542,24 +666,24 @@ def _check_selectors(results: list[_Result]) -> None:
 
 
 def _node_selector(results: list[_Result]) -> dict[str, Any] | None:
-    """Upstream's createNodeSelector: a node-local slice pins the node by name; the
-    selectors of the others are merged into one term; allNodes slices add nothing."""
+    """Upstream's createNodeSelector: a node-local device pins the node by name; the
+    selectors of the others are merged into one term; devices on all nodes add nothing."""
     fields: list[dict[str, Any]] = []
     exprs: list[dict[str, Any]] = []
     for res in results:
-        s = res.slice
-        if s.node_name:
+        node_name, selector = _placement(res)
+        if node_name:
             return {
                 "nodeSelectorTerms": [
                     {
                         "matchFields": [
-                            {"key": "metadata.name", "operator": "In", "values": [s.node_name]}
+                            {"key": "metadata.name", "operator": "In", "values": [node_name]}
                         ]
                     }
                 ]
             }
-        if s.node_selector_raw is not None:
-            terms = s.node_selector_raw.get("nodeSelectorTerms") or []
+        if selector is not None:
+            terms = selector.get("nodeSelectorTerms") or []
             if len(terms) > 1:
                 raise AllocationError(
                     f"unsupported ResourceSlice.NodeSelector with {len(terms)} terms"
@@ -595,6 +719,7 @@ __all__ = [
     "Search",
     "allocations",
     "chosen_requests",
+    "device_on_node",
     "find",
     "gather_pools",
     "parse_selector",

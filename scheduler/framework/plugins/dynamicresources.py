@@ -18,9 +18,10 @@ pod in ``status.reservedFor``; Unreserve gives the devices back and takes the po
 earlier is available on no node, and no other pod uses it, the allocation is removed so
 that the claim can be allocated again (before DefaultPreemption, as upstream).
 
-Not built (upstream's beta and alpha features): partitionable devices, consumable
-capacity, binding conditions, extended resources backed by devices, pod-group claims,
-the Filter timeout. Devices and slices that use them are not allocated."""
+Partitionable devices (shared counters, per-device node selection) are allocated as
+upstream's. Not built (upstream's beta and alpha features): consumable capacity, binding
+conditions, extended resources backed by devices, pod-group claims. Devices and requests
+that use them are not allocated."""
 
 from __future__ import annotations
 
@@ -189,7 +190,7 @@ class DraObjects:
             if old_slice is not None:
                 self._unindex(old_slice)
             self.slices[obj.name] = obj
-            if obj.node_name:
+            if _node_local(obj):
                 self.node_slices.setdefault(obj.node_name, {})[obj.name] = obj
             else:
                 self.shared_slices[obj.name] = obj
@@ -204,7 +205,7 @@ class DraObjects:
         return old_class
 
     def _unindex(self, s: ResourceSliceInfo) -> None:
-        if s.node_name:
+        if _node_local(s):
             on_node = self.node_slices.get(s.node_name, {})
             on_node.pop(s.name, None)
             if not on_node:
@@ -232,12 +233,18 @@ class DraObjects:
             self.classes.pop(obj.name, None)
 
     def candidates(self, node: str) -> Iterable[ResourceSliceInfo]:
-        """The slices that may target ``node``: those naming it, and the shared ones."""
+        """The slices that may target ``node``: those naming it, and the shared ones
+        (slices of counter sets among them: a pool's counters count on every node)."""
         yield from self.node_slices.get(node, {}).values()
         yield from self.shared_slices.values()
 
     def pool_slices(self, driver: str, pool: str) -> Iterable[ResourceSliceInfo]:
         return self.pools.get((driver, pool), {}).values()
+
+
+def _node_local(s: ResourceSliceInfo) -> bool:
+    """A slice of devices on one node (indexed by it); the others may serve any node."""
+    return bool(s.node_name) and not s.counter_sets
 
 
 @dataclass(slots=True)

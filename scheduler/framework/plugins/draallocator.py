@@ -1,6 +1,7 @@
-"""The structured-parameters allocator of DynamicResources, after upstream's "stable"
-variant (k8s.io/dynamic-resource-allocation/structured/internal/stable): for one node,
-devices for every claim the pod still needs allocated, or None.
+"""The structured-parameters allocator of DynamicResources, after upstream's
+(k8s.io/dynamic-resource-allocation/structured/internal: the "stable" variant's features,
+with the "incubating" variant's search order, the one v1.37 runs with its default feature
+gates): for one node, devices for every claim the pod still needs allocated, or None.
 
 Pools: a node's slices (``nodeName`` equal to it, ``allNodes``, a ``nodeSelector`` it
 matches, or ``perDeviceNodeSelection`` with a device available on it) and every slice of
@@ -239,6 +240,9 @@ class _Result:
     device: Device
 
 
+_AT_0 = (0, 0, 0)
+
+
 class Search:
     def __init__(
         self,
@@ -393,8 +397,14 @@ class Search:
         ):
             raise AllocationTimeout()
 
-    def one(self, ci: int, ri: int, si: int, di: int, in_sub: bool) -> bool:
-        """Upstream's allocateOne: (claim, request, subrequest, device) indices."""
+    def one(
+        self, ci: int, ri: int, si: int, di: int, in_sub: bool, start: tuple[int, int, int] = _AT_0
+    ) -> bool:
+        """Upstream's allocateOne: (claim, request, subrequest, device) indices; ``start``:
+        the (pool, slice, device) position after the request's previous device, where the
+        search for its next one begins (as upstream's incubating allocator, the one v1.37
+        runs with its default features: a request's devices are a set, so each set is
+        tried once rather than in every order; the first set found is the same)."""
         self._tick()
         if ci >= len(self.claims):
             return True
@@ -424,13 +434,18 @@ class Search:
                 return True
             undo()
             return False
-        for pool in self.pools:
+        admin = r.request.admin_access
+        in_use, allocating = self.in_use, self.allocating
+        p0, s0, d0 = start
+        for pi in range(p0, len(self.pools)):
+            pool = self.pools[pi]
             if pool.incomplete or pool.invalid:
                 continue
-            admin = r.request.admin_access
-            in_use, allocating = self.in_use, self.allocating
-            for s in pool.slices:
-                for did, d in zip(s.ids, s.devices, strict=True):
+            for sj in range(s0 if pi == p0 else 0, len(pool.slices)):
+                s = pool.slices[sj]
+                ids, devices = s.ids, s.devices
+                for dk in range(d0 if (pi, sj) == (p0, s0) else 0, len(devices)):
+                    did, d = ids[dk], devices[dk]
                     self._tick()
                     if admin:
                         if ci in allocating.get(did, ()):
@@ -442,7 +457,7 @@ class Search:
                     undo = self._add(ci, r, did, d, s, must=False)
                     if undo is None:
                         continue
-                    if self.one(ci, ri, si, di + 1, in_sub):
+                    if self.one(ci, ri, si, di + 1, in_sub, (pi, sj, dk + 1)):
                         return True
                     undo()
         return False

@@ -8,8 +8,14 @@ from typing import Any
 
 import pytest
 
-from scheduler.draapi import resource_slice_from_dict
+from scheduler.draapi import (
+    device_class_from_dict,
+    resource_claim_from_dict,
+    resource_slice_from_dict,
+)
+from scheduler.framework.plugins.draallocator import Search, gather_pools
 from scheduler.types import ParseError
+from tests.builders import make_node
 from tests.unit.framework.plugins.test_dynamicresources import (
     DRIVER,
     FakeClient,
@@ -255,3 +261,35 @@ def test_parsing_names_the_counter_or_the_placement(spec: dict[str, Any], where:
     with pytest.raises(ParseError) as e:
         resource_slice_from_dict(obj)
     assert str(e.value).startswith(where)
+
+
+def test_a_request_s_devices_are_tried_as_a_set_not_in_every_order() -> None:
+    # Ten devices on distinct NUMA nodes, two wanted on the same one: no answer. Each
+    # pair is tried once (ten first devices, then C(10, 2) = 45 second ones), as upstream's
+    # incubating allocator; in every order it would be 10 + 90.
+    devices = [{"name": f"d{i}", "attributes": {"numa": {"int": i}}} for i in range(10)]
+    slice_ = resource_slice_from_dict(pslice("n1-gpus", *devices, pool="n1", count=1, node="n1"))
+    node = make_node("n1").record()
+    pools = gather_pools([slice_], node, lambda driver, pool: [slice_])
+    two = claim("c1", TWO, constraints=[{"matchAttribute": f"{DRIVER}/numa"}])
+    search = Search(
+        [resource_claim_from_dict(two)],
+        pools,
+        {"gpu": device_class_from_dict(device_class())},
+        lambda did: False,
+        lambda did: (),
+        None,
+        node,
+    )
+    search.prepare()
+    tried = 0
+    add = search._add
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        nonlocal tried
+        tried += 1
+        return add(*args, **kwargs)
+
+    search._add = counting  # type: ignore[method-assign]
+    assert not search.one(0, 0, 0, 0, False)
+    assert tried == 10 + 45

@@ -25,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from scheduler.draapi import (
@@ -183,15 +184,29 @@ class _Req:
         return f"{self.parent.name}/{self.request.name}"
 
 
-def _admits(selectors: tuple[str, ...], d: Device, did: DeviceID, driver: str, of: str) -> bool:
-    """Whether every selector admits the device; an error names ``of`` (the class or the
-    claim), the selector and the device."""
+def _admits(
+    selectors: tuple[str, ...],
+    d: Device,
+    did: DeviceID,
+    driver: str,
+    of: DeviceClassInfo | ResourceClaimInfo,
+) -> bool:
+    """Whether every selector admits the device; an error names the class or the claim
+    ``of``, the selector and the device. A result cached on the device is read here
+    (Filter's hot path: every device tried, on every node)."""
+    cached = d.matches
     for i, expr in enumerate(selectors):
+        hit = cached.get(expr)
+        if hit is True:
+            continue
+        if hit is False:
+            return False
         try:
             if not device_matches(expr, d, driver):
                 return False
         except CelError as e:
-            raise AllocationError(f"{of}: selector #{i} on device {did}: {e}") from None
+            who = f"class {of.name}" if isinstance(of, DeviceClassInfo) else f"claim {of.key}"
+            raise AllocationError(f"{who}: selector #{i} on device {did}: {e}") from None
     return True
 
 
@@ -272,8 +287,7 @@ class Search:
         self.results: list[list[_Result]] = [[] for _ in claims]
         # Partitionable devices: what is left of each pool's counters, by pool and
         # (counter set, counter); computed when a device of the pool first needs it.
-        self.pool_of = {(p.driver, p.name): p for p in pools}
-        self.left: dict[tuple[str, str], dict[tuple[str, str], int]] = {}
+        self.left: dict[tuple[str, str], dict[tuple[str, str], int]] | None = None
 
     # ---------------------------------------------------------------- preparation
     def prepare(self) -> None:
@@ -335,8 +349,8 @@ class Search:
         which is immutable: a dict lookup per selector after its first evaluation)."""
         return (
             not d.unsupported
-            and _admits(r.cls.selectors, d, did, s.driver, f"class {r.cls.name}")
-            and _admits(r.request.selectors, d, did, s.driver, f"claim {self.claims[ci].key}")
+            and _admits(r.cls.selectors, d, did, s.driver, r.cls)
+            and _admits(r.request.selectors, d, did, s.driver, self.claims[ci])
             and (not s.per_device_nodes or (self.node is not None and device_on_node(d, self.node)))
         )
 
@@ -344,9 +358,11 @@ class Search:
         """The pool's counters less what its devices in use consume (upstream's available
         counters: devices whose allocation is written or in flight, not this search's)."""
         key = (s.driver, s.pool)
+        if self.left is None:
+            self.left = {}
         left = self.left.get(key)
         if left is None:
-            pool = self.pool_of[key]
+            (pool,) = [p for p in self.pools if (p.driver, p.name) == key]
             left = {
                 (set_name, counter): value
                 for set_name, counters in pool.counter_sets.items()
@@ -390,11 +406,11 @@ class Search:
         """One step of the search (a call of ``one`` or a device tried); every 256th
         checks the deadline."""
         self.steps += 1
-        if (
-            self.deadline is not None
-            and not self.steps & 255
-            and time.perf_counter() > self.deadline
-        ):
+        if not self.steps & 255:
+            self._tick_deadline()
+
+    def _tick_deadline(self) -> None:
+        if self.deadline is not None and time.perf_counter() > self.deadline:
             raise AllocationTimeout()
 
     def one(
@@ -436,17 +452,23 @@ class Search:
             return False
         admin = r.request.admin_access
         in_use, allocating = self.in_use, self.allocating
+        # Where the next device of this request is looked for (none left: the next
+        # request starts from the beginning).
+        more = r.num - di > 1
         p0, s0, d0 = start
-        for pi in range(p0, len(self.pools)):
-            pool = self.pools[pi]
-            if pool.incomplete or pool.invalid:
+        for pi, pool in enumerate(self.pools):
+            if pi < p0 or pool.incomplete or pool.invalid:
                 continue
-            for sj in range(s0 if pi == p0 else 0, len(pool.slices)):
-                s = pool.slices[sj]
-                ids, devices = s.ids, s.devices
-                for dk in range(d0 if (pi, sj) == (p0, s0) else 0, len(devices)):
-                    did, d = ids[dk], devices[dk]
-                    self._tick()
+            for sj, s in enumerate(pool.slices):
+                if pi == p0 and sj < s0:
+                    continue
+                pairs: Iterable[tuple[DeviceID, Device]] = zip(s.ids, s.devices, strict=True)
+                if d0 and pi == p0 and sj == s0:
+                    pairs = islice(pairs, d0, None)
+                for did, d in pairs:
+                    self.steps += 1  # self._tick(), inlined: this loop is Filter's hot path
+                    if not self.steps & 255:
+                        self._tick_deadline()
                     if admin:
                         if ci in allocating.get(did, ()):
                             continue
@@ -457,7 +479,8 @@ class Search:
                     undo = self._add(ci, r, did, d, s, must=False)
                     if undo is None:
                         continue
-                    if self.one(ci, ri, si, di + 1, in_sub, (pi, sj, dk + 1)):
+                    at = (pi, sj, s.ids.index(did) + 1) if more else _AT_0
+                    if self.one(ci, ri, si, di + 1, in_sub, at):
                         return True
                     undo()
         return False

@@ -143,12 +143,16 @@ DEFAULT_VOLUME_SHAPE = ((0, 10), (100, 0))  # StorageCapacityScoring's default (
 
 
 DEFAULT_DRA_FILTER_TIMEOUT_SECONDS = 10.0  # upstream's DynamicResourcesFilterTimeoutDefault
+DEFAULT_DRA_BINDING_TIMEOUT_SECONDS = 600.0  # upstream's DynamicResourcesBindingTimeoutDefault
 
 
 @dataclass(frozen=True, slots=True)
 class DynamicResourcesArgs:
     # How long one node's allocation in Filter may search (0: no limit).
     filter_timeout_seconds: float = DEFAULT_DRA_FILTER_TIMEOUT_SECONDS
+    # How long PreBind waits for devices' binding conditions (and how old an allocation
+    # still waiting may be before it is given up).
+    binding_timeout_seconds: float = DEFAULT_DRA_BINDING_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -1067,15 +1071,17 @@ def _volume_binding_args(r: _Reader, raw: Any, path: str) -> VolumeBindingArgs:
 
 def _dynamic_resources_args(r: _Reader, raw: Any, path: str) -> DynamicResourcesArgs:
     a = r.mapping(raw, path, {"filterTimeout", "bindingTimeout"})
-    if "bindingTimeout" in a:
-        raise r.fail(
-            f"{path}.bindingTimeout",
-            "device binding conditions (DRADeviceBindingConditions) are not built",
-        )
     timeout = DEFAULT_DRA_FILTER_TIMEOUT_SECONDS
     if a.get("filterTimeout") is not None:
         timeout = r.duration(a["filterTimeout"], f"{path}.filterTimeout")
-    return DynamicResourcesArgs(timeout)
+    binding = DEFAULT_DRA_BINDING_TIMEOUT_SECONDS
+    if a.get("bindingTimeout") is not None:
+        binding = r.duration(a["bindingTimeout"], f"{path}.bindingTimeout")
+        if binding < 1:
+            raise r.fail(
+                f"{path}.bindingTimeout", f"{a['bindingTimeout']}: must be at least 1 second"
+            )
+    return DynamicResourcesArgs(timeout, binding)
 
 
 def load_config(path: str | Path | None) -> SchedulerConfig:

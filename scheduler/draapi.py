@@ -69,6 +69,18 @@ class NodePlacement:
     node_selector_raw: Mapping[str, Any] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceBinding:
+    """Binding conditions (upstream's DRADeviceBindingConditions, beta and on in v1.37):
+    the device's conditions that must all be True in the claim's status before the pod
+    is bound, those any of which True means the binding failed, and whether the
+    allocation is limited to the node it was made for."""
+
+    conditions: tuple[str, ...] = ()
+    failure_conditions: tuple[str, ...] = ()
+    binds_to_node: bool = False
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Device:
     """One device of a ResourceSlice. ``attributes`` and ``capacity`` are keyed by their
@@ -78,13 +90,14 @@ class Device:
     attributes: Mapping[str, AttrValue | Version]
     capacity: Mapping[str, str]  # quantity strings
     taints: tuple[Taint, ...] = ()
-    # Features we do not build (binding conditions, consumable capacity): a device that
-    # uses one is never allocated.
+    # A feature we do not build (consumable capacity): a device that uses it is never
+    # allocated.
     unsupported: str = ""
     # Partitionable devices: the counters it takes from its pool's counter sets, by set
     # name; where it is available when its slice selects nodes per device.
     consumes: tuple[tuple[str, Counters], ...] = ()
     placement: NodePlacement | None = None
+    binding: DeviceBinding | None = None
     # Selector results by CEL expression (the allocator's cache; a device is immutable).
     matches: dict[str, bool | str] = field(default_factory=dict, compare=False)
 
@@ -162,13 +175,34 @@ class Consumer:
 
 
 @dataclass(frozen=True, slots=True)
+class BindingWait:
+    """An allocated device with binding conditions (copied from its slice at allocation)."""
+
+    device: DeviceID
+    conditions: tuple[str, ...]
+    failure_conditions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Allocation:
     """``status.allocation``: the devices (for the in-use set), the node selector (where
-    a pod using the claim may run), and the API form."""
+    a pod using the claim may run), and the API form; with binding conditions, the
+    devices that have them and when the allocation was made (``allocationTimestamp``)."""
 
     devices: tuple[tuple[DeviceID, bool], ...]  # with admin access
     node_selector: tuple[NodeSelectorTerm, ...] | None
     raw: Mapping[str, Any]
+    waits: tuple[BindingWait, ...] = ()
+    timestamp: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCondition:
+    """A condition of an allocated device in the claim's ``status.devices``."""
+
+    status: str
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +220,9 @@ class ResourceClaimInfo:
     deleting: bool = False
     controller: tuple[str, str, str] | None = None  # (kind, name, uid) of its controller
     unsupported: str = ""  # a request we cannot allocate (the pod is told)
+    # status.devices' conditions, by device and condition type (kept only for devices
+    # the allocation waits on: binding conditions).
+    conditions: Mapping[DeviceID, Mapping[str, DeviceCondition]] | None = None
 
     @property
     def key(self) -> str:
@@ -296,13 +333,13 @@ def _device(raw: Any, driver: str, who: str, where: str, per_device_nodes: bool)
         for i, t in enumerate(_list(d.get("taints"), who, f"{where}.taints"))
     ]
     unsupported = ""
-    for feature, label in (
-        ("bindingConditions", "bindingConditions"),
-        ("allowMultipleAllocations", "allowMultipleAllocations (consumable capacity)"),
-    ):
-        if d.get(feature):
-            unsupported = label
-            break
+    if d.get("allowMultipleAllocations"):
+        unsupported = "allowMultipleAllocations (consumable capacity)"
+    binding = None
+    conditions = _strings(d.get("bindingConditions"), who, f"{where}.bindingConditions")
+    failures = _strings(d.get("bindingFailureConditions"), who, f"{where}.bindingFailureConditions")
+    if conditions or failures or d.get("bindsToNode") is True:
+        binding = DeviceBinding(conditions, failures, d.get("bindsToNode") is True)
     consumes = []
     for i, c in enumerate(_list(d.get("consumesCounters"), who, f"{where}.consumesCounters")):
         at = f"{where}.consumesCounters[{i}]"
@@ -318,7 +355,18 @@ def _device(raw: Any, driver: str, who: str, where: str, per_device_nodes: bool)
             d.get("allNodes") is True,
             *_selector(d.get("nodeSelector"), who, f"{where}.nodeSelector"),
         )
-    return Device(name, attrs, capacity, tuple(taints), unsupported, tuple(consumes), placement)
+    return Device(
+        name, attrs, capacity, tuple(taints), unsupported, tuple(consumes), placement, binding
+    )
+
+
+def _strings(raw: Any, who: str, where: str) -> tuple[str, ...]:
+    out = []
+    for i, x in enumerate(_list(raw, who, where)):
+        if not isinstance(x, str) or not x:
+            raise ParseError(who, f"{where}[{i}]", "expected a non-empty string")
+        out.append(x)
+    return tuple(out)
 
 
 def _counters(raw: Any, who: str, where: str) -> Counters:
@@ -479,13 +527,21 @@ def _allocation(raw: Any, who: str) -> Allocation | None:
         return None
     alloc = _map(raw, who, "status.allocation")
     devices = []
+    waits = []
     results = _map(alloc.get("devices"), who, "status.allocation.devices").get("results")
     for i, r in enumerate(_list(results, who, "status.allocation.devices.results")):
-        rm = _map(r, who, f"status.allocation.devices.results[{i}]")
+        at = f"status.allocation.devices.results[{i}]"
+        rm = _map(r, who, at)
         did = DeviceID(
             str(rm.get("driver") or ""), str(rm.get("pool") or ""), str(rm.get("device") or "")
         )
         devices.append((did, rm.get("adminAccess") is True))
+        conditions = _strings(rm.get("bindingConditions"), who, f"{at}.bindingConditions")
+        if conditions:
+            failures = _strings(
+                rm.get("bindingFailureConditions"), who, f"{at}.bindingFailureConditions"
+            )
+            waits.append(BindingWait(did, conditions, failures))
     terms = None
     sel = alloc.get("nodeSelector")
     if sel is not None:
@@ -494,7 +550,38 @@ def _allocation(raw: Any, who: str) -> Allocation | None:
             "status.allocation.nodeSelector.nodeSelectorTerms",
             who,
         )
-    return Allocation(tuple(devices), terms, alloc)
+    stamp = _timestamp(
+        alloc.get("allocationTimestamp"), "status.allocation.allocationTimestamp", who
+    )
+    return Allocation(tuple(devices), terms, alloc, tuple(waits), stamp)
+
+
+def _device_conditions(
+    raw: Any, who: str, waits: tuple[BindingWait, ...]
+) -> Mapping[DeviceID, Mapping[str, DeviceCondition]] | None:
+    """``status.devices``' conditions of the devices in ``waits`` (None if none)."""
+    if not waits:
+        return None
+    wanted = {w.device for w in waits}
+    out: dict[DeviceID, dict[str, DeviceCondition]] = {}
+    for i, d in enumerate(_list(raw, who, "status.devices")):
+        dm = _map(d, who, f"status.devices[{i}]")
+        did = DeviceID(
+            str(dm.get("driver") or ""), str(dm.get("pool") or ""), str(dm.get("device") or "")
+        )
+        if did not in wanted:
+            continue
+        mine = out.setdefault(did, {})
+        for j, c in enumerate(_list(dm.get("conditions"), who, f"status.devices[{i}].conditions")):
+            cm = _map(c, who, f"status.devices[{i}].conditions[{j}]")
+            kind = cm.get("type")
+            if isinstance(kind, str) and kind:
+                mine[kind] = DeviceCondition(
+                    str(cm.get("status") or ""),
+                    str(cm.get("reason") or ""),
+                    str(cm.get("message") or ""),
+                )
+    return out
 
 
 def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
@@ -565,6 +652,7 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
                 str(ref.get("uid") or ""),
             )
     deleting = _timestamp(meta.get("deletionTimestamp"), "metadata.deletionTimestamp", who)
+    allocation = _allocation(status.get("allocation"), who)
     return ResourceClaimInfo(
         namespace=ns,
         name=name,
@@ -573,12 +661,15 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
         requests=tuple(requests),
         constraints=tuple(constraints),
         config=config,
-        allocation=_allocation(status.get("allocation"), who),
+        allocation=allocation,
         reserved_for=tuple(reserved),
         finalizers=tuple(str(f) for f in _list(meta.get("finalizers"), who, "metadata.finalizers")),
         deleting=deleting is not None,
         controller=controller,
         unsupported=unsupported,
+        conditions=_device_conditions(
+            status.get("devices"), who, () if allocation is None else allocation.waits
+        ),
     )
 
 
@@ -589,12 +680,15 @@ __all__ = [
     "MODE_ALL",
     "MODE_EXACT_COUNT",
     "Allocation",
+    "BindingWait",
     "ClaimRequest",
     "Constraint",
     "Consumer",
     "Counters",
     "Device",
+    "DeviceBinding",
     "DeviceClassInfo",
+    "DeviceCondition",
     "DeviceID",
     "DeviceRequest",
     "DeviceTaintRuleInfo",

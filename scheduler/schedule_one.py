@@ -449,6 +449,7 @@ class SchedulerCore:
                 pods_in_pre_bind=self.pods_in_pre_bind,
                 volumes=self.volumes,
                 dra=self.dra,
+                now=self.clock.now,
             )
             ev.fast_dry_run = self.vectorized
             if self.extenders:

@@ -276,3 +276,67 @@ def test_partitionable_devices_share_counters_and_choose_their_nodes(
     assert allocation["nodeSelector"]["nodeSelectorTerms"] == [
         {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [port_node]}]}
     ]
+
+
+def test_binding_conditions_hold_the_pod_until_the_device_is_attached(
+    kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
+) -> None:
+    api, _ = dra
+    driver = f"fabric.{kit.ns}.example.com"
+    kit.nodes(2)
+    klass = _device_class(dra, f"{kit.ns}-fabric", driver)
+    # A device every node can reach, usable only once a controller has attached it to the
+    # chosen node (the test plays that controller).
+    fabric = {
+        "driver": driver,
+        "allNodes": True,
+        "pool": {"name": "fabric", "generation": 1, "resourceSliceCount": 1},
+        "devices": [
+            {
+                "name": "gpu-0",
+                "bindingConditions": ["attached"],
+                "bindingFailureConditions": ["attach-failed"],
+                "bindsToNode": True,
+            }
+        ],
+    }
+    _cluster_object(
+        dra,
+        "resourceslices",
+        {"kind": "ResourceSlice", "metadata": {"name": f"{kit.ns}-fabric"}, "spec": fabric},
+    )
+    _claim(kit, api, "attach", _spec(klass))
+    _pod(kit, "attach", {"resourceClaimName": "attach"})
+    event = kit.wait_event("attach", "BindingConditionsPending")
+    # The allocation is written (pinned to one node) and the pod is not bound yet.
+    claim = _read_claim(kit, api, "attach")
+    allocation = claim["status"]["allocation"]
+    ((match,),) = [t["matchFields"] for t in allocation["nodeSelector"]["nodeSelectorTerms"]]
+    node = match["values"][0]
+    assert event["message"] == f"waiting for binding conditions for device on node {node}"
+    (result,) = allocation["devices"]["results"]
+    assert result["bindingConditions"] == ["attached"]
+    assert "allocationTimestamp" in allocation
+    assert kit.node_of("attach") == ""
+    status = {
+        "devices": [
+            {
+                "driver": driver,
+                "pool": "fabric",
+                "device": "gpu-0",
+                "conditions": [
+                    {
+                        "type": "attached",
+                        "status": "True",
+                        "reason": "Attached",
+                        "message": "",
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    }
+                ],
+            }
+        ]
+    }
+    api.patch_namespaced_custom_object_status(
+        GROUP, VERSION, kit.ns, "resourceclaims", "attach", {"status": status}
+    )
+    assert kit.wait_bound("attach", timeout=30) == node

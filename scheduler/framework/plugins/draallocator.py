@@ -16,9 +16,10 @@ another claim (or by an earlier request of these claims) is skipped unless the r
 asks for admin access; a device taint with effect NoSchedule or NoExecute that the request
 does not tolerate rules the device out; a device that consumes counters (partitionable
 devices) is taken only while its pool's counter sets, less what the devices in use and
-those already chosen consume, stay at or above zero. Devices that use features not built
-here (consumable capacity, binding conditions) are never chosen, as upstream with those
-features disabled."""
+those already chosen consume, stay at or above zero. A device's binding conditions are
+copied into the allocation (DynamicResources' PreBind waits for them). Devices that use a
+feature not built here (consumable capacity) are never chosen, as upstream with it
+disabled."""
 
 from __future__ import annotations
 
@@ -593,7 +594,7 @@ def find(
             raise FailedOnNode("invalid resource pools were encountered")
         return None
     for ci in range(len(claims)):
-        _check_selectors(search.results[ci])
+        _check_selectors(search.results[ci], node)
     return search
 
 
@@ -636,6 +637,12 @@ def _raw(search: Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]
             entry["adminAccess"] = True
         if res.req.request.tolerations_raw:
             entry["tolerations"] = list(res.req.request.tolerations_raw)
+        binding = res.device.binding
+        if binding is not None:
+            if binding.conditions:
+                entry["bindingConditions"] = list(binding.conditions)
+            if binding.failure_conditions:
+                entry["bindingFailureConditions"] = list(binding.failure_conditions)
         results.append(entry)
     # The chosen request (or subrequest) of each of the claim's requests.
     chosen: list[_Req] = []
@@ -674,25 +681,28 @@ def _raw(search: Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]
     raw: dict[str, Any] = {"devices": {"results": results}}
     if config:
         raw["devices"]["config"] = config
-    selector = _node_selector(search.results[ci])
+    selector = _node_selector(search.results[ci], search.node)
     if selector is not None:
         raw["nodeSelector"] = selector
     return raw
 
 
-def _placement(res: _Result) -> tuple[str, Mapping[str, Any] | None]:
+def _placement(res: _Result, node: NodeRecord | None) -> tuple[str, Mapping[str, Any] | None]:
     """The node name and node selector (API form) of where a found device is available:
-    its slice's, or its own when the slice selects nodes per device."""
+    its slice's, or its own when the slice selects nodes per device; the node allocated
+    for when the device binds to it (``bindsToNode``)."""
+    if node is not None and res.device.binding is not None and res.device.binding.binds_to_node:
+        return node.name, None
     if res.slice.per_device_nodes:
         p = res.device.placement
         return (p.node_name, p.node_selector_raw) if p is not None else ("", None)
     return res.slice.node_name, res.slice.node_selector_raw
 
 
-def _check_selectors(results: list[_Result]) -> None:
+def _check_selectors(results: list[_Result], node: NodeRecord | None) -> None:
     """What ``_node_selector`` would refuse, found at once (the API form is built later)."""
     for res in results:
-        node_name, selector = _placement(res)
+        node_name, selector = _placement(res, node)
         if node_name:
             return
         if selector is not None:
@@ -703,13 +713,14 @@ def _check_selectors(results: list[_Result]) -> None:
                 )
 
 
-def _node_selector(results: list[_Result]) -> dict[str, Any] | None:
-    """Upstream's createNodeSelector: a node-local device pins the node by name; the
-    selectors of the others are merged into one term; devices on all nodes add nothing."""
+def _node_selector(results: list[_Result], node: NodeRecord | None) -> dict[str, Any] | None:
+    """Upstream's createNodeSelector: a node-local device (or one that binds to the node)
+    pins the node by name; the selectors of the others are merged into one term; devices
+    on all nodes add nothing."""
     fields: list[dict[str, Any]] = []
     exprs: list[dict[str, Any]] = []
     for res in results:
-        node_name, selector = _placement(res)
+        node_name, selector = _placement(res, node)
         if node_name:
             return {
                 "nodeSelectorTerms": [

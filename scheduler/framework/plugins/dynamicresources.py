@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
@@ -73,7 +75,7 @@ from scheduler.framework.plugins.draallocator import (
 )
 from scheduler.framework.plugins.helper import match_node_selector_terms
 from scheduler.framework.plugins.volumebinding import node_relabelled
-from scheduler.framework.waiting_pods import ApiClient
+from scheduler.framework.waiting_pods import ApiClient, EventRecorder
 from scheduler.types import NodeInfo, NodeRecord, PodInfo, Taint
 
 NAME = "DynamicResources"
@@ -165,7 +167,7 @@ class DraObjects:
         ``on_given_up`` is told, so that pods waiting for that claim or its devices are
         tried again, as upstream's assume cache reports its restore as an update)."""
         pending = self.in_flight.pop(key, None)
-        if restore:
+        if restore and pending is not None:  # (once written, the API's answer stays assumed)
             self.assumed.pop(key, None)
         self._refresh(key)
         claim = self.claim(key)
@@ -259,6 +261,8 @@ class _State:
     unavailable: set[int] = field(default_factory=set)
     chosen: list[Allocated] | None = None  # Reserve's node's
     scored: bool = False  # some request has firstAvailable subrequests
+    # Allocated claims whose devices' binding failed or timed out (available nowhere).
+    not_ready: tuple[int, ...] = ()
 
     def clone(self) -> _State:
         return _State(
@@ -269,6 +273,7 @@ class _State:
             set(self.unavailable),
             self.chosen,
             self.scored,
+            self.not_ready,
         )
 
 
@@ -290,10 +295,20 @@ class DynamicResources:
         *,
         client: ApiClient | None = None,
         filter_timeout: float = 10.0,
+        binding_timeout: float = 600.0,
+        events: EventRecorder | None = None,
+        poll_interval: float = 5.0,
+        sleep: Callable[[float], Any] = asyncio.sleep,
+        now: Callable[[], float] = time.time,
     ) -> None:
         self.objects = objects
         self.client = client
         self.filter_timeout = filter_timeout
+        self.binding_timeout = binding_timeout
+        self.events = events
+        self.poll_interval = poll_interval  # upstream's: binding conditions polled each 5s
+        self.sleep = sleep
+        self.now = now
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ the pod's claims
@@ -349,8 +364,13 @@ class DynamicResources:
         if not claims:
             return None, SKIP
         to_allocate = []
+        not_ready = []
         for i, claim in enumerate(claims):
             if claim.allocation is not None:
+                if claim.allocation.waits:
+                    ready, failed = self.binding_state(claim)
+                    if failed or (not ready and self.binding_timed_out(claim)):
+                        not_ready.append(i)
                 continue
             if claim.key in self.objects.in_flight:
                 msg = f"resource claim {claim.key} is in the process of being allocated"
@@ -370,7 +390,10 @@ class DynamicResources:
                         return None, Status.unschedulable(msg, plugin=self.name)
             to_allocate.append(i)
         scored = any(r.first_available for c in claims for r in c.requests)
-        state.write(_STATE_KEY, _State(tuple(claims), tuple(to_allocate), scored=scored))
+        state.write(
+            _STATE_KEY,
+            _State(tuple(claims), tuple(to_allocate), scored=scored, not_ready=tuple(not_ready)),
+        )
         return None, SUCCESS
 
     def pre_filter_extensions(self) -> None:
@@ -382,7 +405,7 @@ class DynamicResources:
         node = node_info.node
         if st is None or node is None:
             return SUCCESS
-        unavailable = []
+        unavailable = list(st.not_ready)
         for i, claim in enumerate(st.claims):
             alloc = claim.allocation
             if (
@@ -613,7 +636,96 @@ class DynamicResources:
             error = await self._bind_claim(current, chosen.get(i), pod)
             if error:
                 return Status.error(error, plugin=self.name)
-        return SUCCESS
+        if self.client is None:
+            return SUCCESS  # simulate: no driver reports binding conditions
+        return await self._await_binding_conditions(st, pod, node_name)
+
+    # ------------------------------------------------------------------ binding conditions
+    def binding_state(self, claim: ResourceClaimInfo) -> tuple[bool, str]:
+        """Upstream's isClaimReadyForBinding: (every binding condition of the allocated
+        devices is True in the claim's status, why the binding failed: a failure condition
+        that is True)."""
+        alloc = claim.allocation
+        if alloc is None:
+            return False, ""
+        for wait in alloc.waits:
+            conditions = (claim.conditions or {}).get(wait.device)
+            if conditions is None:
+                return False, ""
+            for kind in wait.failure_conditions:
+                c = conditions.get(kind)
+                if c is not None and c.status == "True":
+                    return False, (
+                        f"device binding failed: claim={claim.name}, reason={c.reason}, "
+                        f"message={json.dumps(c.message)}"
+                    )
+            for kind in wait.conditions:
+                c = conditions.get(kind)
+                if c is None or c.status != "True":
+                    return False, ""
+        return True, ""
+
+    def binding_timed_out(self, claim: ResourceClaimInfo) -> bool:
+        """Upstream's isClaimTimeout: an allocation that waits on binding conditions and
+        was made longer than ``binding_timeout`` ago."""
+        alloc = claim.allocation
+        return (
+            alloc is not None
+            and bool(alloc.waits)
+            and alloc.timestamp is not None
+            and alloc.timestamp + self.binding_timeout < self.now()
+        )
+
+    def _pod_ready(self, st: _State) -> tuple[bool, str]:
+        """Upstream's isPodReadyForBinding, over the claims as the informer last said."""
+        for claim in st.claims:
+            current = self.objects.claim(claim.key)
+            if current is None:
+                return False, f'resourceclaim.resource.k8s.io "{claim.name}" not found'
+            ready, failed = self.binding_state(current)
+            if failed:
+                return False, failed
+            if not ready:
+                if self.binding_timed_out(current):
+                    return False, f"device binding timeout: claim={current.name}"
+                return False, ""
+        return True, ""
+
+    async def _await_binding_conditions(self, st: _State, pod: PodInfo, node_name: str) -> Status:
+        """Upstream's wait in PreBind: when a device of the pod's claims has binding
+        conditions, the pod is bound only once they are all True (checked at once, then
+        every ``poll_interval``), and not after a failure condition or ``binding_timeout``
+        (an error: the next attempt finds the claim unavailable and PostFilter deallocates
+        it)."""
+        waits = False
+        for claim in st.claims:
+            current = self.objects.claim(claim.key)
+            if current is not None and current.allocation is not None and current.allocation.waits:
+                waits = True
+        if not waits:
+            return SUCCESS
+        if self.events is not None:
+            self.events.eventf(
+                pod,
+                None,
+                "Normal",
+                "BindingConditionsPending",
+                "Scheduling",
+                f"waiting for binding conditions for device on node {node_name}",
+            )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.binding_timeout
+        while True:
+            ready, error = self._pod_ready(st)
+            if error:
+                return Status.error(error, plugin=self.name)
+            if ready:
+                return SUCCESS
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                msg = "device binding timeout: context deadline exceeded"
+                return Status.error(msg, plugin=self.name)
+            await self.sleep(min(self.poll_interval, remaining))
 
     async def _bind_claim(
         self, claim: ResourceClaimInfo, allocated: Allocated | None, pod: PodInfo
@@ -628,6 +740,7 @@ class DynamicResources:
                     allocated.devices,
                     parse_selector(allocated.raw.get("nodeSelector")),
                     allocated.raw,
+                    timestamp=self.now(),
                 )
             self.objects.assume(
                 replace(
@@ -662,7 +775,10 @@ class DynamicResources:
                         content_type="application/merge-patch+json",
                     )
                     version = str((answer.get("metadata") or {}).get("resourceVersion") or "")
-                status["allocation"] = allocated.raw
+                # As upstream's with binding conditions on (v1.37's default): when the
+                # allocation was made, which its binding timeout counts from.
+                stamp = datetime.fromtimestamp(self.now(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                status["allocation"] = {**allocated.raw, "allocationTimestamp": stamp}
             answer = await self.client.request(
                 "PATCH",
                 f"{path}/status",

@@ -4,6 +4,7 @@ args, the score weights, and the DefaultPreemption Evaluator wired to the snapsh
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from scheduler.backend.cache.snapshot import Snapshot
@@ -59,12 +60,15 @@ def build_framework(
     pods_in_pre_bind: dict[str, PodInPreBind] | None = None,
     volumes: VolumeObjects | None = None,
     dra: DraObjects | None = None,
+    now: Callable[[], float] = time.time,
 ) -> tuple[Framework, Evaluator]:
     """``config``: one profile. ``waiting_pods`` (the pods held at Permit) and
     ``pods_in_pre_bind`` (those whose async PreBind is under way): maps that upstream's
     profiles share, so that a preemption finds any profile's pod there (new ones if None).
     ``volumes``: the claims, volumes and classes VolumeBinding reads (none if None);
-    ``dra``: the ResourceClaims, ResourceSlices and DeviceClasses DynamicResources reads."""
+    ``dra``: the ResourceClaims, ResourceSlices and DeviceClasses DynamicResources reads;
+    ``now``: the wall clock (seconds since the epoch) DynamicResources stamps and times
+    allocations with."""
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
     volume_objects = VolumeObjects() if volumes is None else volumes
@@ -93,6 +97,9 @@ def build_framework(
             DraObjects() if dra is None else dra,
             client=api_client,
             filter_timeout=config.dynamic_resources.filter_timeout_seconds,
+            binding_timeout=config.dynamic_resources.binding_timeout_seconds,
+            events=event_recorder,
+            now=now,
         ),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),

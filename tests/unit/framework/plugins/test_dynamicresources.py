@@ -239,6 +239,8 @@ def test_pre_bind_writes_the_finalizer_then_the_allocation_and_the_reservation()
                 {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n2"]}]}
             ]
         },
+        # When it was made (the core's clock: FakeClock's 1e6 s after the epoch).
+        "allocationTimestamp": "1970-01-12T13:46:40Z",
     }
     # The written claim is assumed: its device stays in use, the pod is its consumer.
     written = core.dra.claim("default/c1")
@@ -602,8 +604,10 @@ def test_dynamic_resources_args() -> None:
     assert SchedulerConfig().dynamic_resources.filter_timeout_seconds == 10.0
     assert cfg({"filterTimeout": "2s"}).dynamic_resources.filter_timeout_seconds == 2.0
     assert cfg({"filterTimeout": "0s"}).dynamic_resources.filter_timeout_seconds == 0.0
-    with pytest.raises(ConfigError, match=r"args\.bindingTimeout: device binding conditions"):
-        cfg({"bindingTimeout": "10m"})
+    assert SchedulerConfig().dynamic_resources.binding_timeout_seconds == 600.0
+    assert cfg({"bindingTimeout": "10m"}).dynamic_resources.binding_timeout_seconds == 600.0
+    with pytest.raises(ConfigError, match=r"args\.bindingTimeout: 500ms: must be at least 1 s"):
+        cfg({"bindingTimeout": "500ms"})
     with pytest.raises(ConfigError, match=r"args\.filterTimeout: expected a duration"):
         cfg({"filterTimeout": 5})
 

@@ -19,9 +19,11 @@ earlier is available on no node, and no other pod uses it, the allocation is rem
 that the claim can be allocated again (before DefaultPreemption, as upstream).
 
 Partitionable devices (shared counters, per-device node selection) are allocated as
-upstream's. Not built (upstream's beta and alpha features): consumable capacity, binding
-conditions, extended resources backed by devices, pod-group claims. Devices and requests
-that use them are not allocated."""
+upstream's; with binding conditions, PreBind waits until the claim's status says they are
+met (``bindingTimeout``), and a claim whose binding failed or timed out is available on no
+node (PostFilter deallocates it). Not built (upstream's beta and alpha features):
+consumable capacity, extended resources backed by devices, pod-group claims. Devices and
+requests that use them are not allocated."""
 
 from __future__ import annotations
 

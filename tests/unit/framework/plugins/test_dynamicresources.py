@@ -627,3 +627,27 @@ def test_a_pod_waiting_for_a_claim_in_flight_is_tried_again_when_it_is_given_up(
     assert failed is not None
     core.on_bind_result("default/p", binding_step_outcome(failed), failed.message())
     assert core.queue.where("default/q") != UNSCHEDULABLE_Q
+
+
+def test_a_claim_written_before_a_failed_pre_bind_stays_as_the_api_server_answered() -> None:
+    # c1's allocation is written, c2's write fails: the binding fails, and Unreserve must
+    # take the pod out of c1's reservedFor, which needs c1 as written (not the informer's
+    # older copy, without an allocation).
+    client = FakeClient(claim("c1"), claim("c2"))
+    client.fail["/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c2/status"] = (
+        RuntimeError("conflict")
+    )
+    core, binder = _core(
+        device_class(),
+        slice_("n2-gpus", dev("gpu-0"), dev("gpu-1"), node="n2"),
+        claim("c1"),
+        claim("c2"),
+        client=client,
+    )
+    assert _one(core, with_claims("p", "c1", "c2")).node == "n2"
+    failed = _bind(core, binder, "default/p")
+    assert failed is not None and "claim default/c2: conflict" in failed.message()
+    core.on_bind_result("default/p", binding_step_outcome(failed), failed.message())
+    written = core.dra.claim("default/c1")
+    assert written is not None and written.allocation is not None
+    assert written.resource_version > 5

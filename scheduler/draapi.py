@@ -104,6 +104,11 @@ class Device:
 
 @dataclass(frozen=True, slots=True)
 class ResourceSliceInfo:
+    """A ResourceSlice: a driver's devices of one pool (or the pool's shared counters),
+    the node(s) they serve (``node_name``, ``all_nodes``, ``node_selector``, or each
+    device's own placement when ``per_device_nodes``), the pool's generation and slice
+    count."""
+
     name: str
     driver: str
     pool: str
@@ -125,6 +130,8 @@ class ResourceSliceInfo:
 # ---------------------------------------------------------------------------- classes
 @dataclass(frozen=True, slots=True)
 class DeviceClassInfo:
+    """A DeviceClass: its CEL selectors and its configuration (API form)."""
+
     name: str
     selectors: tuple[str, ...]  # CEL expressions
     config: tuple[Mapping[str, Any], ...]  # spec.config, API form
@@ -207,6 +214,9 @@ class DeviceCondition:
 
 @dataclass(frozen=True, slots=True)
 class ResourceClaimInfo:
+    """A ResourceClaim: its device requests and constraints, and its status (the
+    allocation, the consumers in ``reservedFor``, the binding conditions' state)."""
+
     namespace: str
     name: str
     uid: str

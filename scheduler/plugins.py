@@ -7,7 +7,8 @@ A plugin is a class constructed as ``Plugin(args)`` (``args``: its ``pluginConfi
 dict; raise ValueError naming the field for a bad one), or ``Plugin(args, handle)`` when it
 takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods, the
 snapshot's nodes, the live scheduler's API client and its event recorder, and listers of
-the claims, volumes, storage classes, CSINodes and namespaces it watches), with a ``name``
+the claims, volumes, storage classes, CSINodes, namespaces, ResourceClaims,
+ResourceSlices and DeviceClasses it watches), with a ``name``
 and any of the extension points below; the framework calls each on the scheduler's single
 thread.
 
@@ -43,6 +44,7 @@ pod, and again after its binding.
 from __future__ import annotations
 
 from scheduler.backend.queue.priority_queue import QueuedPodInfo
+from scheduler.draapi import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from scheduler.errors import ApiCallError
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -88,6 +90,7 @@ __all__ = [
     "ClusterEvent",
     "Code",
     "CycleState",
+    "DeviceClassInfo",
     "EventRecorder",
     "EventRegistration",
     "FrameworkHandle",
@@ -100,6 +103,8 @@ __all__ = [
     "PreFilterResult",
     "QueuedPodInfo",
     "QueueingHint",
+    "ResourceClaimInfo",
+    "ResourceSliceInfo",
     "Status",
     "StorageClassInfo",
     "WaitingPod",

@@ -20,10 +20,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from scheduler.draapi import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from scheduler.framework.interface import SUCCESS, Code, Status
 from scheduler.types import CSINodeInfo, NodeInfo, PodInfo, PVCInfo, PVInfo, StorageClassInfo
 
-if TYPE_CHECKING:  # the volume plugins import this module
+if TYPE_CHECKING:  # the volume and DRA plugins import this module
+    from scheduler.framework.plugins.dynamicresources import DraObjects
     from scheduler.framework.plugins.volumebinding import VolumeObjects
 
 __all__ = [
@@ -260,7 +262,15 @@ class FrameworkHandle:
     client, the event recorder): given to a plugin whose class takes a second constructor
     argument, ``Plugin(args, handle)``."""
 
-    __slots__ = ("_client", "_events", "_namespaces", "_node_infos", "_storage", "_waiting")
+    __slots__ = (
+        "_client",
+        "_dra",
+        "_events",
+        "_namespaces",
+        "_node_infos",
+        "_storage",
+        "_waiting",
+    )
 
     def __init__(
         self,
@@ -270,7 +280,9 @@ class FrameworkHandle:
         events: EventRecorder | None = None,
         storage: VolumeObjects | None = None,
         namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
+        dra: DraObjects | None = None,
     ) -> None:
+        self._dra = dra
         self._waiting = waiting
         self._node_infos = node_infos
         self._client = client
@@ -292,6 +304,23 @@ class FrameworkHandle:
 
     def csi_node(self, name: str) -> CSINodeInfo | None:
         return None if self._storage is None else self._storage.csi_nodes.get(name)
+
+    def resource_claim(self, namespace: str, name: str) -> ResourceClaimInfo | None:
+        """A ResourceClaim as the API server last said (not DynamicResources' allocations
+        in flight or just written)."""
+        return None if self._dra is None else self._dra.claims.get(f"{namespace}/{name}")
+
+    def resource_claims(self) -> Sequence[ResourceClaimInfo]:
+        """Every ResourceClaim the scheduler knows of (a copy of the list: O(claims))."""
+        return () if self._dra is None else tuple(self._dra.claims.values())
+
+    def resource_slices(self) -> Sequence[ResourceSliceInfo]:
+        """Every ResourceSlice (a copy of the list: O(slices)), as published; the taints of
+        DeviceTaintRules are not merged into them."""
+        return () if self._dra is None else tuple(self._dra.slices.values())
+
+    def device_class(self, name: str) -> DeviceClassInfo | None:
+        return None if self._dra is None else self._dra.classes.get(name)
 
     def namespace_labels(self, name: str) -> Mapping[str, str]:
         """A namespace's labels (empty for a namespace the scheduler does not know)."""

@@ -72,6 +72,7 @@ def build_framework(
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
     volume_objects = VolumeObjects() if volumes is None else volumes
+    dra_objects = DraObjects() if dra is None else dra
     plugins: list[object] = [
         NodeUnschedulable(),
         NodeName(),
@@ -94,7 +95,7 @@ def build_framework(
         ),
         VolumeZone(volume_objects),
         DynamicResources(
-            DraObjects() if dra is None else dra,
+            dra_objects,
             client=api_client,
             filter_timeout=config.dynamic_resources.filter_timeout_seconds,
             binding_timeout=config.dynamic_resources.binding_timeout_seconds,
@@ -119,6 +120,7 @@ def build_framework(
         event_recorder,
         storage=volume_objects,
         namespace_labels=namespace_labels,
+        dra=dra_objects,
     )
     plugins += [
         guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree

@@ -7,7 +7,7 @@ import asyncio
 import random
 import sys
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 import pytest
@@ -21,6 +21,7 @@ from scheduler.plugins import (
     Code,
     CSINodeInfo,
     CycleState,
+    DeviceClassInfo,
     EventRegistration,
     FrameworkHandle,
     NodeInfo,
@@ -29,6 +30,8 @@ from scheduler.plugins import (
     PVInfo,
     QueuedPodInfo,
     QueueingHint,
+    ResourceClaimInfo,
+    ResourceSliceInfo,
     Status,
     StorageClassInfo,
 )
@@ -1118,3 +1121,94 @@ def test_a_plugin_reads_claims_volumes_classes_csinodes_and_namespaces_through_i
         assert result.placements["cold/f"] is None
     finally:
         del sys.modules["storage_aware_plugin"]
+
+
+class DeviceAware:
+    """Keeps pods with ResourceClaims off nodes that publish no ResourceSlice of the
+    drivers their claims' device classes name (read through the handle's DRA listers):
+    a plugin reading the DRA objects the scheduler watches."""
+
+    name = "DeviceAware"
+
+    def __init__(self, args: Mapping[str, Any], handle: FrameworkHandle) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if not pod.resource_claims:
+            return SUCCESS
+        (entry,) = pod.resource_claims
+        claim: ResourceClaimInfo | None = self.handle.resource_claim(pod.namespace, entry[1])
+        assert claim is not None and claim in self.handle.resource_claims()
+        (request,) = claim.requests
+        assert request.exactly is not None
+        klass: DeviceClassInfo | None = self.handle.device_class(request.exactly.device_class)
+        assert klass is not None
+        slices: Sequence[ResourceSliceInfo] = self.handle.resource_slices()
+        if any(s.node_name == node_info.name for s in slices):
+            return SUCCESS
+        return Status.unschedulable("no devices published here")
+
+
+def test_a_plugin_reads_resource_claims_slices_and_classes_through_its_handle(
+    tmp_path: Any,
+) -> None:
+    mod = types.ModuleType("device_aware_plugin")
+    mod.DeviceAware = DeviceAware  # type: ignore[attr-defined]
+    sys.modules["device_aware_plugin"] = mod
+    try:
+        cfg = parse_config(
+            {
+                "pluginModules": {"DeviceAware": "device_aware_plugin:DeviceAware"},
+                "profiles": [
+                    {
+                        "plugins": {
+                            "filter": {
+                                "enabled": [{"name": "DeviceAware"}],
+                                "disabled": [{"name": "DynamicResources"}],
+                            }
+                        }
+                    }
+                ],
+            },
+            "sched.yaml",
+        )
+        pod = make_pod("p").req(cpu="1").scheduler("py-scheduler")
+        pod.spec_field("resourceClaims", [{"name": "gpu", "resourceClaimName": "c"}])
+        api = "resource.k8s.io/v1"
+        objs = [
+            # n1 would score higher (emptier): only DeviceAware sends the pod to n2.
+            make_node("n1").alloc(cpu="64", memory="64Gi", pods=110).obj(),
+            make_node("n2").alloc(cpu="2", memory="2Gi", pods=110).obj(),
+            {
+                "apiVersion": api,
+                "kind": "DeviceClass",
+                "metadata": {"name": "gpu"},
+                "spec": {"selectors": [{"cel": {"expression": "true"}}]},
+            },
+            {
+                "apiVersion": api,
+                "kind": "ResourceSlice",
+                "metadata": {"name": "n2-gpus"},
+                "spec": {
+                    "driver": "gpu.example.com",
+                    "nodeName": "n2",
+                    "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                    "devices": [{"name": "gpu-0"}],
+                },
+            },
+            {
+                "apiVersion": api,
+                "kind": "ResourceClaim",
+                "metadata": {"name": "c", "namespace": "default"},
+                "spec": {
+                    "devices": {
+                        "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]
+                    }
+                },
+            },
+            pod.obj(),
+        ]
+        result = _simulate(tmp_path, objs, cfg)
+        assert result.placements["default/p"] == "n2"
+    finally:
+        del sys.modules["device_aware_plugin"]

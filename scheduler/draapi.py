@@ -163,8 +163,12 @@ class ClaimRequest:
 
 @dataclass(frozen=True, slots=True)
 class Constraint:
+    """``matchAttribute`` (every device has the attribute, all with one value) or
+    ``distinctAttribute`` (every device has it, no two with the same value)."""
+
     requests: frozenset[str]  # empty: every request
     match_attribute: str
+    distinct_attribute: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -632,9 +636,12 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
     for i, c in enumerate(_list(devices.get("constraints"), who, "spec.devices.constraints")):
         cm = _map(c, who, f"spec.devices.constraints[{i}]")
         attr = cm.get("matchAttribute")
+        distinct = cm.get("distinctAttribute")
         reqs = frozenset(str(x) for x in _list(cm.get("requests"), who, "requests"))
         if isinstance(attr, str) and attr:
             constraints.append(Constraint(reqs, attr))
+        elif isinstance(distinct, str) and distinct:
+            constraints.append(Constraint(reqs, "", distinct))
         else:
             unsupported = unsupported or f"constraint #{i}: unsupported constraint type"
     config = tuple(

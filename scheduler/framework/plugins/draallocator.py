@@ -11,7 +11,8 @@ over it is an error), one that repeats a device name or a counter set name, or w
 devices consume a counter it does not have, is invalid. Search: claims in order, their
 requests in order, each request's devices one at a time, in pool and slice order, with
 backtracking, as upstream's allocateOne; ``firstAvailable`` subrequests are tried in
-order; ``matchAttribute`` constraints are kept as devices are added; a device in use by
+order; ``matchAttribute`` and ``distinctAttribute`` constraints are kept as devices are
+added; a device in use by
 another claim (or by an earlier request of these claims) is skipped unless the request
 asks for admin access; a device taint with effect NoSchedule or NoExecute that the request
 does not tolerate rules the device out; a device that consumes counters (partitionable
@@ -241,6 +242,36 @@ class _MatchAttribute:
             self.count -= 1
 
 
+class _DistinctAttribute:
+    """``distinctAttribute``: the devices the constraint covers all have the attribute,
+    no two with the same value (of the same type: an int 1 and a bool true differ)."""
+
+    __slots__ = ("attribute", "requests", "values")
+
+    def __init__(self, requests: frozenset[str], attribute: str) -> None:
+        self.requests = requests
+        self.attribute = attribute
+        self.values: list[Any] = []
+
+    def applies(self, base: str, full: str) -> bool:
+        return not self.requests or base in self.requests or full in self.requests
+
+    def add(self, base: str, full: str, device: Device, driver: str) -> bool:
+        if not self.applies(base, full):
+            return True
+        value = _lookup(device, driver, self.attribute)
+        if value is None:
+            return False
+        if any(type(v) is type(value) and v == value for v in self.values):
+            return False
+        self.values.append(value)
+        return True
+
+    def remove(self, base: str, full: str) -> None:
+        if self.applies(base, full):
+            self.values.pop()
+
+
 def _lookup(device: Device, driver: str, name: str) -> Any:
     value = device.attributes.get(name)
     if value is None and "/" not in name:
@@ -281,7 +312,12 @@ class Search:
         self.reqs: dict[tuple[int, int, int], _Req] = {}
         self.selected: dict[tuple[int, int], int] = {}
         self.constraints = [
-            [_MatchAttribute(c.requests, c.match_attribute) for c in claim.constraints]
+            [
+                _MatchAttribute(c.requests, c.match_attribute)
+                if c.match_attribute
+                else _DistinctAttribute(c.requests, c.distinct_attribute)
+                for c in claim.constraints
+            ]
             for claim in claims
         ]
         self.allocating: dict[DeviceID, set[int]] = {}
@@ -504,7 +540,7 @@ class Search:
                 return None
         base = r.parent.name if r.parent is not None else r.request.name
         full = r.result_name
-        added: list[_MatchAttribute] = []
+        added: list[_MatchAttribute | _DistinctAttribute] = []
         for c in self.constraints[ci]:
             if not c.add(base, full, d, s.driver):
                 for done in reversed(added):

@@ -361,6 +361,19 @@ def test_a_match_attribute_constraint_keeps_devices_together() -> None:
     assert {d.device for d, _ in core.dra.in_flight["default/c1"].devices} == {"d", "e"}
 
 
+def test_a_distinct_attribute_constraint_keeps_devices_apart() -> None:
+    two = {"name": "gpu", "exactly": {"deviceClassName": "gpu", "count": 2}}
+    core, _ = _core(
+        device_class(),
+        slice_("n1-gpus", dev("a", numa=0), dev("b", numa=0), node="n1"),
+        slice_("n2-gpus", dev("c", numa=0), dev("d", numa=0), dev("e", numa=1), node="n2"),
+        claim("c1", two, constraints=[{"distinctAttribute": f"{DRIVER}/numa"}]),
+    )
+    r = _one(core, with_claims("p", "c1"))
+    assert (r.outcome, r.node, r.feasible_nodes) == ("assumed", "n2", 1)
+    assert {d.device for d, _ in core.dra.in_flight["default/c1"].devices} == {"c", "e"}
+
+
 def test_all_mode_takes_every_matching_device_and_needs_a_complete_pool() -> None:
     every = {"name": "gpu", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}}
     core, _ = _core(

@@ -12,15 +12,14 @@ devices consume a counter it does not have, is invalid. Search: claims in order,
 requests in order, each request's devices one at a time, in pool and slice order, with
 backtracking, as upstream's allocateOne; ``firstAvailable`` subrequests are tried in
 order; ``matchAttribute`` and ``distinctAttribute`` constraints are kept as devices are
-added; a device in use by
-another claim (or by an earlier request of these claims) is skipped unless the request
-asks for admin access; a device taint with effect NoSchedule or NoExecute that the request
-does not tolerate rules the device out; a device that consumes counters (partitionable
-devices) is taken only while its pool's counter sets, less what the devices in use and
-those already chosen consume, stay at or above zero. A device's binding conditions are
-copied into the allocation (DynamicResources' PreBind waits for them). Devices that use a
-feature not built here (consumable capacity) are never chosen, as upstream with it
-disabled."""
+added; a device in use by another claim (or by an earlier request of these claims) is
+skipped unless the request asks for admin access; a device taint with effect NoSchedule
+or NoExecute that the request does not tolerate rules the device out; a device that
+consumes counters (partitionable devices) is taken only while its pool's counter sets,
+less what the devices in use and those already chosen consume, stay at or above zero. A
+device's binding conditions are copied into the allocation (DynamicResources' PreBind
+waits for them). Devices that use a feature not built here (consumable capacity) are
+never chosen, as upstream with it disabled."""
 
 from __future__ import annotations
 

@@ -70,6 +70,20 @@ class NodePlacement:
 
 
 @dataclass(frozen=True, slots=True)
+class CapacityPolicy:
+    """A capacity's ``requestPolicy`` (consumable capacity): what a request that names no
+    amount takes (``default``), and the amounts a request may take: one of
+    ``valid_values`` (ascending), or ``range_min`` up to ``range_max`` in ``range_step``s.
+    Whole nanos of the quantity."""
+
+    default: int | None = None
+    valid_values: tuple[int, ...] = ()
+    range_min: int | None = None
+    range_max: int | None = None
+    range_step: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceBinding:
     """Binding conditions (upstream's DRADeviceBindingConditions, beta and on in v1.37):
     the device's conditions that must all be True in the claim's status before the pod
@@ -83,16 +97,18 @@ class DeviceBinding:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Device:
-    """One device of a ResourceSlice. ``attributes`` and ``capacity`` are keyed by their
-    fully qualified name (``domain/id``; an unqualified name gets the driver's domain)."""
+    """One device of a ResourceSlice. ``attributes`` are keyed by their fully qualified
+    name (``domain/id``; an unqualified name gets the driver's domain), ``capacity`` as
+    the slice names them (a request's capacity names match them as written)."""
 
     name: str
     attributes: Mapping[str, AttrValue | Version]
     capacity: Mapping[str, str]  # quantity strings
     taints: tuple[Taint, ...] = ()
-    # A feature we do not build (consumable capacity): a device that uses it is never
-    # allocated.
-    unsupported: str = ""
+    # Consumable capacity: whether several claims may share the device (each taking part
+    # of its capacity), and the capacities' request policies (None: none has one).
+    multi: bool = False
+    policies: Mapping[str, CapacityPolicy] | None = None
     # Partitionable devices: the counters it takes from its pool's counter sets, by set
     # name; where it is available when its slice selects nodes per device.
     consumes: tuple[tuple[str, Counters], ...] = ()
@@ -152,6 +168,8 @@ class DeviceRequest:
     admin_access: bool
     tolerations: tuple[Toleration, ...]
     tolerations_raw: tuple[Mapping[str, Any], ...] = ()
+    # Consumable capacity: the amounts asked of a device's capacities, by name (nanos).
+    capacity: Mapping[str, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +223,9 @@ class Allocation:
     raw: Mapping[str, Any]
     waits: tuple[BindingWait, ...] = ()
     timestamp: float | None = None
+    # Consumable capacity: the shares of devices allocated to several claims (results with
+    # a shareID, not in ``devices``), with the capacity each consumes (nanos).
+    shares: tuple[tuple[DeviceID, Mapping[str, int]], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,18 +358,17 @@ def _device(raw: Any, driver: str, who: str, where: str, per_device_nodes: bool)
                 who, f"{where}.attributes[{key}]", "expected one of int, bool, string, version"
             )
     capacity: dict[str, str] = {}
+    policies: dict[str, CapacityPolicy] = {}
     for key, value in _map(d.get("capacity"), who, f"{where}.capacity").items():
-        q = _map(value, who, f"{where}.capacity[{key}]").get("value")
-        if not isinstance(q, str | int):
-            raise ParseError(who, f"{where}.capacity[{key}].value", "expected a quantity")
-        capacity[_qualified(key, driver)] = str(q)
+        at = f"{where}.capacity[{key}]"
+        cm = _map(value, who, at)
+        capacity[str(key)] = str(_quantity(cm.get("value"), who, f"{at}.value")[0])
+        if cm.get("requestPolicy") is not None:
+            policies[str(key)] = _policy(cm["requestPolicy"], who, f"{at}.requestPolicy")
     taints = [
         _taint(t, who, f"{where}.taints[{i}]")
         for i, t in enumerate(_list(d.get("taints"), who, f"{where}.taints"))
     ]
-    unsupported = ""
-    if d.get("allowMultipleAllocations"):
-        unsupported = "allowMultipleAllocations (consumable capacity)"
     binding = None
     conditions = _strings(d.get("bindingConditions"), who, f"{where}.bindingConditions")
     failures = _strings(d.get("bindingFailureConditions"), who, f"{where}.bindingFailureConditions")
@@ -370,8 +390,50 @@ def _device(raw: Any, driver: str, who: str, where: str, per_device_nodes: bool)
             *_selector(d.get("nodeSelector"), who, f"{where}.nodeSelector"),
         )
     return Device(
-        name, attrs, capacity, tuple(taints), unsupported, tuple(consumes), placement, binding
+        name,
+        attrs,
+        capacity,
+        tuple(taints),
+        d.get("allowMultipleAllocations") is True,
+        policies or None,
+        tuple(consumes),
+        placement,
+        binding,
     )
+
+
+def _quantity(raw: Any, who: str, where: str) -> tuple[str | int, int]:
+    """A quantity as written and in whole nanos; a ParseError naming ``where`` if it is
+    none."""
+    try:
+        if isinstance(raw, bool) or not isinstance(raw, str | int):
+            raise QuantityError(f"expected a quantity, got {raw!r}")
+        return raw, parse_nanos(raw)
+    except QuantityError as e:
+        raise ParseError(who, where, str(e)) from None
+
+
+def _policy(raw: Any, who: str, where: str) -> CapacityPolicy:
+    pm = _map(raw, who, where)
+    default = None
+    if pm.get("default") is not None:
+        default = _quantity(pm["default"], who, f"{where}.default")[1]
+    values = tuple(
+        _quantity(v, who, f"{where}.validValues[{i}]")[1]
+        for i, v in enumerate(_list(pm.get("validValues"), who, f"{where}.validValues"))
+    )
+    if pm.get("validRange") is None:
+        return CapacityPolicy(default, values)
+    rm = _map(pm["validRange"], who, f"{where}.validRange")
+    bounds = [
+        None if rm.get(k) is None else _quantity(rm[k], who, f"{where}.validRange.{k}")[1]
+        for k in ("min", "max", "step")
+    ]
+    if bounds[0] is None:
+        raise ParseError(who, f"{where}.validRange.min", "missing")
+    if bounds[2] is not None and bounds[2] <= 0:
+        raise ParseError(who, f"{where}.validRange.step", "must be positive")
+    return CapacityPolicy(default, values, bounds[0], bounds[1], bounds[2])
 
 
 def _strings(raw: Any, who: str, where: str) -> tuple[str, ...]:
@@ -388,12 +450,7 @@ def _counters(raw: Any, who: str, where: str) -> Counters:
     out = {}
     for key, value in _map(raw, who, where).items():
         q = _map(value, who, f"{where}[{key}]").get("value")
-        try:
-            if isinstance(q, bool) or not isinstance(q, str | int):
-                raise QuantityError(f"expected a quantity, got {q!r}")
-            out[str(key)] = parse_nanos(q)
-        except QuantityError as e:
-            raise ParseError(who, f"{where}[{key}].value", str(e)) from None
+        out[str(key)] = _quantity(q, who, f"{where}[{key}].value")[1]
     return out
 
 
@@ -524,6 +581,13 @@ def _request(raw: Mapping[str, Any], name: str, who: str, where: str) -> DeviceR
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ParseError(who, f"{where}.count", f"expected a positive integer, got {count!r}")
     tolerations_raw = _list(raw.get("tolerations"), who, f"{where}.tolerations")
+    capacity = None
+    if raw.get("capacity") is not None:
+        wanted = _map(raw["capacity"], who, f"{where}.capacity").get("requests")
+        capacity = {
+            str(k): _quantity(v, who, f"{where}.capacity.requests[{k}]")[1]
+            for k, v in _map(wanted, who, f"{where}.capacity.requests").items()
+        }
     return DeviceRequest(
         name=name,
         device_class=cls,
@@ -533,6 +597,7 @@ def _request(raw: Mapping[str, Any], name: str, who: str, where: str) -> DeviceR
         admin_access=raw.get("adminAccess") is True,
         tolerations=_tolerations(tolerations_raw, who, f"{where}.tolerations"),
         tolerations_raw=tuple(tolerations_raw),
+        capacity=capacity or None,
     )
 
 
@@ -541,6 +606,7 @@ def _allocation(raw: Any, who: str) -> Allocation | None:
         return None
     alloc = _map(raw, who, "status.allocation")
     devices = []
+    shares: list[tuple[DeviceID, Mapping[str, int]]] = []
     waits = []
     results = _map(alloc.get("devices"), who, "status.allocation.devices").get("results")
     for i, r in enumerate(_list(results, who, "status.allocation.devices.results")):
@@ -549,7 +615,20 @@ def _allocation(raw: Any, who: str) -> Allocation | None:
         did = DeviceID(
             str(rm.get("driver") or ""), str(rm.get("pool") or ""), str(rm.get("device") or "")
         )
-        devices.append((did, rm.get("adminAccess") is True))
+        admin = rm.get("adminAccess") is True
+        if rm.get("shareID") and not admin:
+            consumed = _map(rm.get("consumedCapacity"), who, f"{at}.consumedCapacity")
+            shares.append(
+                (
+                    did,
+                    {
+                        str(k): _quantity(v, who, f"{at}.consumedCapacity[{k}]")[1]
+                        for k, v in consumed.items()
+                    },
+                )
+            )
+        else:
+            devices.append((did, admin))
         conditions = _strings(rm.get("bindingConditions"), who, f"{at}.bindingConditions")
         if conditions:
             failures = _strings(
@@ -567,7 +646,7 @@ def _allocation(raw: Any, who: str) -> Allocation | None:
     stamp = _timestamp(
         alloc.get("allocationTimestamp"), "status.allocation.allocationTimestamp", who
     )
-    return Allocation(tuple(devices), terms, alloc, tuple(waits), stamp)
+    return Allocation(tuple(devices), terms, alloc, tuple(waits), stamp, tuple(shares))
 
 
 def _device_conditions(
@@ -616,8 +695,6 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
         if rm.get("exactly") is not None:
             ex = _map(rm["exactly"], who, f"{where}.exactly")
             exactly = _request(ex, rname, who, f"{where}.exactly")
-            if ex.get("capacity"):
-                unsupported = f"request {rname}: capacity requests (consumable capacity)"
         elif rm.get("firstAvailable"):
             for j, s in enumerate(_list(rm["firstAvailable"], who, f"{where}.firstAvailable")):
                 sm = _map(s, who, f"{where}.firstAvailable[{j}]")
@@ -625,10 +702,6 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
                 if not isinstance(sname, str) or not sname:
                     raise ParseError(who, f"{where}.firstAvailable[{j}].name", "missing")
                 subs.append(_request(sm, sname, who, f"{where}.firstAvailable[{j}]"))
-                if sm.get("capacity"):
-                    unsupported = (
-                        f"request {rname}/{sname}: capacity requests (consumable capacity)"
-                    )
         else:
             unsupported = unsupported or f"request {rname}: unknown request type"
         requests.append(ClaimRequest(rname, exactly, tuple(subs)))
@@ -698,6 +771,7 @@ __all__ = [
     "MODE_EXACT_COUNT",
     "Allocation",
     "BindingWait",
+    "CapacityPolicy",
     "ClaimRequest",
     "Constraint",
     "Consumer",

@@ -5,7 +5,8 @@ scheduler needs: ``milli_value`` (cpu in millicores) and ``value`` (bytes, count
 upstream, a parsed value keeps at most nano precision (finer digits round *up* in
 magnitude: "0.1n" is 1n), and the two roundings go *away from zero* ("1.5m" is 2
 millicores, "-1.5m" is -2), which is what ``MilliValue()``/``Value()`` return for every
-quantity written with a suffix or a plain decimal. Nothing else lives here.
+quantity written with a suffix or a plain decimal; and ``format_nanos``, a quantity string
+for a computed amount (DRA's consumed capacity). Nothing else lives here.
 
 Representation: since a parsed value has at most nano precision, it is a whole number of
 nano base units (``parse_nanos``); sums and maxima of requests are plain integer arithmetic,
@@ -22,6 +23,7 @@ from fractions import Fraction
 __all__ = [
     "NANO",
     "QuantityError",
+    "format_nanos",
     "milli_value",
     "nanos_milli",
     "nanos_value",
@@ -114,6 +116,16 @@ def _div_away(n: int, d: int) -> int:
     """n / d rounded away from zero when not whole."""
     q = -((-abs(n)) // d)
     return q if n >= 0 else -q
+
+
+def format_nanos(nanos: int) -> str:
+    """A quantity string for a whole number of nanos, exactly, in the coarsest of the
+    units, milli, micro, nano that holds it ("2", "1500m", "7n"); the API server writes it
+    back in its canonical form."""
+    for div, suffix in ((NANO, ""), (10**6, "m"), (10**3, "u")):
+        if nanos % div == 0:
+            return f"{nanos // div}{suffix}"
+    return f"{nanos}n"
 
 
 def nanos_milli(nanos: int) -> int:

@@ -340,3 +340,48 @@ def test_binding_conditions_hold_the_pod_until_the_device_is_attached(
         GROUP, VERSION, kit.ns, "resourceclaims", "attach", {"status": status}
     )
     assert kit.wait_bound("attach", timeout=30) == node
+
+
+def test_a_shared_device_is_split_between_claims_by_capacity(
+    kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
+) -> None:
+    api, _ = dra
+    driver = f"nic.{kit.ns}.example.com"
+    (node,) = kit.nodes(1)
+    klass = _device_class(dra, f"{kit.ns}-nic", driver)
+    nic = {
+        "name": "nic-0",
+        "allowMultipleAllocations": True,
+        "capacity": {
+            "bandwidth": {
+                "value": "10G",
+                "requestPolicy": {"validRange": {"min": "1G", "step": "1G"}},
+            }
+        },
+    }
+    _cluster_object(dra, "resourceslices", _slice(f"{kit.ns}-nics", driver, node, [nic]))
+
+    def wants(bandwidth: str) -> dict[str, Any]:
+        spec = _spec(klass)
+        spec["devices"]["requests"][0]["exactly"]["capacity"] = {
+            "requests": {"bandwidth": bandwidth}
+        }
+        return spec
+
+    # 3.5G is rounded up to the policy's 4G: two shares fit in 10G, a third does not.
+    for name in ("a", "b", "c"):
+        _claim(kit, api, name, wants("3.5G"))
+    _pod(kit, "a", {"resourceClaimName": "a"})
+    _pod(kit, "b", {"resourceClaimName": "b"})
+    assert kit.wait_bound("a") == node
+    assert kit.wait_bound("b") == node
+    shares = []
+    for name in ("a", "b"):
+        (result,) = _read_claim(kit, api, name)["status"]["allocation"]["devices"]["results"]
+        assert result["device"] == "nic-0"
+        assert result["consumedCapacity"] == {"bandwidth": "4G"}
+        shares.append(result["shareID"])
+    assert shares[0] != shares[1]
+    _pod(kit, "c", {"resourceClaimName": "c"})
+    kit.wait_failed_with("c", "cannot allocate all claims")
+    assert kit.node_of("c") == ""

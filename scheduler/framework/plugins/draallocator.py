@@ -18,12 +18,18 @@ or NoExecute that the request does not tolerate rules the device out; a device t
 consumes counters (partitionable devices) is taken only while its pool's counter sets,
 less what the devices in use and those already chosen consume, stay at or above zero. A
 device's binding conditions are copied into the allocation (DynamicResources' PreBind
-waits for them). Devices that use a feature not built here (consumable capacity) are
-never chosen, as upstream with it disabled."""
+waits for them). Consumable capacity: a request takes of each capacity of a device what
+it asks, rounded up to the capacity's request policy (its default, or the whole capacity,
+when it asks nothing), within what the device has; a device with
+``allowMultipleAllocations`` is shared: each claim gets a share (a share id), and the
+shares' capacity, allocated and being allocated, must fit the device (its counters are
+taken once, by its first share)."""
 
 from __future__ import annotations
 
 import time
+import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
@@ -32,6 +38,7 @@ from typing import Any
 from scheduler.draapi import (
     ALLOCATION_RESULTS_MAX,
     MODE_ALL,
+    CapacityPolicy,
     ClaimRequest,
     Counters,
     Device,
@@ -43,6 +50,7 @@ from scheduler.draapi import (
 )
 from scheduler.framework.plugins.dracel import CelError, device_matches
 from scheduler.framework.plugins.helper import match_node_selector_terms
+from scheduler.quantity import NANO, format_nanos, nanos_value, parse_nanos
 from scheduler.types import NodeRecord, Taint, _node_selector_terms
 
 
@@ -169,6 +177,110 @@ def _invalid(
     return ""
 
 
+# ---------------------------------------------------------------- consumable capacity
+_MILLI = 10**6  # nanos in a thousandth
+
+
+class CapacityError(ValueError):
+    """A capacity request the policy's arithmetic cannot represent."""
+
+
+def _use_milli(p: CapacityPolicy) -> bool:
+    """Upstream's useMilli (DRAFractionalCapacityRange, on in v1.37): a range whose bounds
+    and step are whole thousandths is stepped in thousandths, else in whole units."""
+    return all(q is None or q % _MILLI == 0 for q in (p.range_min, p.range_max, p.range_step))
+
+
+def _steps(p: CapacityPolicy) -> tuple[int, int, int]:
+    """The unit of the range's arithmetic (nanos), its minimum and step in that unit."""
+    assert p.range_min is not None and p.range_step is not None
+    if _use_milli(p):
+        return _MILLI, p.range_min // _MILLI, p.range_step // _MILLI
+    return NANO, nanos_value(p.range_min), nanos_value(p.range_step)
+
+
+def _in_unit(nanos: int, unit: int) -> int:
+    if unit == _MILLI:
+        if nanos % _MILLI:
+            raise CapacityError(f"request {format_nanos(nanos)} is not a representable milli value")
+        return nanos // _MILLI
+    return nanos_value(nanos)
+
+
+def consumed_capacity(requested: int | None, value: int, p: CapacityPolicy | None) -> int:
+    """What a request takes of one capacity (upstream's calculateConsumedCapacity): a
+    request naming no amount takes the policy's default, else the whole capacity; an amount
+    is rounded up to the policy's next valid value or range step."""
+    if requested is None:
+        return p.default if p is not None and p.default is not None else value
+    if p is None:
+        return requested
+    if p.range_min is not None:
+        if requested < p.range_min:
+            return p.range_min
+        if p.range_step is None:
+            return requested
+        unit, lo, step = _steps(p)
+        n = -(-(_in_unit(requested, unit) - lo) // step)
+        return (lo + step * n) * unit
+    for v in p.valid_values:
+        if requested <= v:
+            return v
+    return requested
+
+
+def _violates(consumed: int, p: CapacityPolicy | None) -> bool:
+    """Upstream's violatesPolicy."""
+    if p is None or (p.default is not None and consumed == p.default):
+        return False
+    if p.range_min is not None:
+        if p.range_max is not None and consumed > p.range_max:
+            return True
+        if p.range_step is not None:
+            unit, lo, step = _steps(p)
+            if unit == _MILLI and consumed % _MILLI:
+                return True
+            return (_in_unit(consumed, unit) - lo) % step != 0
+        return False
+    return bool(p.valid_values) and consumed not in p.valid_values
+
+
+def capacity_fits(
+    requested: Mapping[str, int] | None,
+    d: Device,
+    allocated: Mapping[str, int] | None = None,
+    allocating: Mapping[str, int] | None = None,
+) -> bool:
+    """Upstream's CmpRequestOverCapacity: the request names only capacities the device
+    has, each amount it takes is one its policy allows, and with what is allocated and
+    being allocated it stays within the capacity. Raises CapacityError."""
+    caps = d.capacity
+    if requested and any(name not in caps for name in requested):
+        return False
+    policies = d.policies or {}
+    taken = {}
+    for name, q in caps.items():
+        try:
+            c = consumed_capacity(
+                None if requested is None else requested.get(name),
+                parse_nanos(q),
+                policies.get(name),
+            )
+        except CapacityError as e:
+            raise CapacityError(f'capacity "{name}": {e}') from None
+        if c < 0:
+            raise CapacityError(f'capacity "{name}": capacity value is negative')
+        taken[name] = c
+    for name, q in caps.items():
+        c = taken[name]
+        if _violates(c, policies.get(name)):
+            return False
+        total = c + (allocated or {}).get(name, 0) + (allocating or {}).get(name, 0)
+        if total > parse_nanos(q):
+            return False
+    return True
+
+
 @dataclass(slots=True)
 class _Req:
     claim: int
@@ -284,6 +396,8 @@ class _Result:
     id: DeviceID
     slice: ResourceSliceInfo
     device: Device
+    share: str = ""  # consumable capacity: the share's id on a device several claims share
+    consumed: Mapping[str, int] | None = None  # and the capacity it takes
 
 
 _AT_0 = (0, 0, 0)
@@ -299,8 +413,14 @@ class Search:
         rule_taints: Callable[[DeviceID], tuple[Taint, ...]],
         deadline: float | None = None,
         node: NodeRecord | None = None,
+        shared: Callable[[DeviceID], Mapping[str, int] | None] = lambda did: None,
     ) -> None:
         self.node = node
+        # Consumable capacity: the capacity the allocated shares of a device take (None:
+        # none is allocated), and what this search's shares take, with their number.
+        self.shared = shared
+        self.allocating_capacity: dict[DeviceID, Counter[str]] = {}
+        self.allocating_shares: dict[DeviceID, int] = {}
         self.rule_taints = rule_taints
         self.deadline = deadline
         self.steps = 0
@@ -375,7 +495,11 @@ class Search:
                     )
                 for s in pool.slices:
                     for did, d in zip(s.ids, s.devices, strict=True):
-                        if self._selectable(ci, r, did, d, s):
+                        # The device's capacity alone (what is in use is checked as the
+                        # devices are added: a device short of it then fails "All").
+                        if self._selectable(ci, r, did, d, s) and self._capacity_ok(
+                            ci, r, did, d, static=True
+                        ):
                             r.all_devices.append((did, d, s))
             r.num = len(r.all_devices)
         return r
@@ -384,11 +508,32 @@ class Search:
         """The class's selectors, then the request's (each result is cached on the device,
         which is immutable: a dict lookup per selector after its first evaluation)."""
         return (
-            not d.unsupported
-            and _admits(r.cls.selectors, d, did, s.driver, r.cls)
+            _admits(r.cls.selectors, d, did, s.driver, r.cls)
             and _admits(r.request.selectors, d, did, s.driver, self.claims[ci])
             and (not s.per_device_nodes or (self.node is not None and device_on_node(d, self.node)))
         )
+
+    def _capacity_ok(self, ci: int, r: _Req, did: DeviceID, d: Device, *, static: bool) -> bool:
+        """Whether the request's capacity fits the device (consumable capacity; with
+        ``static``, the device's capacity alone). Skipped when nothing can fail it: no
+        capacity asked, no request policy, a device that is not shared."""
+        if not (r.request.capacity or d.policies or d.multi):
+            return True
+        try:
+            if static:
+                return capacity_fits(r.request.capacity, d)
+            return capacity_fits(
+                r.request.capacity, d, self.shared(did), self.allocating_capacity.get(did)
+            )
+        except CapacityError as e:
+            raise AllocationError(
+                f"claim {self.claims[ci].key}, request {r.request.name}: checking capacity "
+                f"for device {did}: {e}"
+            ) from None
+
+    def _capacity_in_use(self, did: DeviceID) -> bool:
+        """A shared device some claim holds a share of (its counters are taken once)."""
+        return self.shared(did) is not None or did in self.allocating_capacity
 
     def _counters_left(self, s: ResourceSliceInfo) -> dict[tuple[str, str], int]:
         """The pool's counters less what its devices in use consume (upstream's available
@@ -406,7 +551,7 @@ class Search:
             }
             for other in (*pool.slices, *pool.elsewhere):
                 for did, d in zip(other.ids, other.devices, strict=True):
-                    if d.consumes and self.in_use(did):
+                    if d.consumes and (self.in_use(did) or self.shared(did) is not None):
                         for set_name, counters in d.consumes:
                             for counter, value in counters.items():
                                 left[set_name, counter] -= value
@@ -487,6 +632,7 @@ class Search:
             undo()
             return False
         admin = r.request.admin_access
+        asks_capacity = r.request.capacity is not None
         in_use, allocating = self.in_use, self.allocating
         # Where the next device of this request is looked for (none left: the next
         # request starts from the beginning).
@@ -512,6 +658,10 @@ class Search:
                         continue
                     if not self._selectable(ci, r, did, d, s):
                         continue
+                    if (asks_capacity or d.policies or d.multi) and not self._capacity_ok(
+                        ci, r, did, d, static=False
+                    ):
+                        continue
                     undo = self._add(ci, r, did, d, s, must=False)
                     if undo is None:
                         continue
@@ -524,16 +674,19 @@ class Search:
     def _add(
         self, ci: int, r: _Req, did: DeviceID, d: Device, s: ResourceSliceInfo, *, must: bool
     ) -> Callable[[], None] | None:
-        """Upstream's allocateDevice: the device joins the claim's result, or None."""
+        """Upstream's allocateDevice: the device joins the claim's result, or None. A device
+        several claims may share (consumable capacity) is not taken whole: the claim gets a
+        share of it (a new share id) with the capacity its request takes."""
+        multi = d.multi
         if r.request.admin_access:
-            if ci in self.allocating.get(did, ()):
+            if not multi and ci in self.allocating.get(did, ()):
                 return None
         elif self.busy(did):
             return None
         if _taint_blocks(d.taints, r.request) or _taint_blocks(self.rule_taints(did), r.request):
             return None
         give_back = None
-        if d.consumes:
+        if d.consumes and not (multi and self._capacity_in_use(did)):
             give_back = self._take_counters(s, d)
             if give_back is None:
                 return None
@@ -553,14 +706,41 @@ class Search:
                     )
                 return None
             added.append(c)
-        self.allocating.setdefault(did, set()).add(ci)
+        if (r.request.capacity is not None or d.policies or multi) and not self._capacity_ok(
+            ci, r, did, d, static=False
+        ):
+            for c in reversed(added):
+                c.remove(base, full)
+            if give_back is not None:
+                give_back()
+            return None
+        share, consumed = "", None
+        if multi:
+            policies = d.policies or {}
+            wanted = r.request.capacity or {}
+            consumed = {
+                name: consumed_capacity(wanted.get(name), parse_nanos(q), policies.get(name))
+                for name, q in d.capacity.items()
+            }
+            share = str(uuid.uuid4())
+            self.allocating_capacity.setdefault(did, Counter()).update(consumed)
+            self.allocating_shares[did] = self.allocating_shares.get(did, 0) + 1
+        else:
+            self.allocating.setdefault(did, set()).add(ci)
         results = self.results[ci]
-        results.append(_Result(r, did, s, d))
+        results.append(_Result(r, did, s, d, share, consumed))
         size = len(results) - 1
 
         def undo() -> None:
             del results[size:]
-            self.allocating[did].discard(ci)
+            if consumed is None:
+                self.allocating[did].discard(ci)
+            else:
+                self.allocating_shares[did] -= 1
+                if self.allocating_shares[did]:
+                    self.allocating_capacity[did].subtract(consumed)
+                else:
+                    del self.allocating_shares[did], self.allocating_capacity[did]
             for c in reversed(added):
                 c.remove(base, full)
             if give_back is not None:
@@ -584,15 +764,17 @@ class Allocated:
     when first read (Filter finds one for every node it visits; only the chosen node's is
     written)."""
 
-    __slots__ = ("_make", "_raw", "devices", "requests")
+    __slots__ = ("_make", "_raw", "devices", "requests", "shares")
 
     def __init__(
         self,
         devices: tuple[tuple[DeviceID, bool], ...],
         requests: frozenset[str],
         make: Callable[[], Mapping[str, Any]],
+        shares: tuple[tuple[DeviceID, Mapping[str, int]], ...] = (),
     ) -> None:
         self.devices = devices
+        self.shares = shares  # shares of devices several claims share, with their capacity
         self.requests = requests
         self._make: Callable[[], Mapping[str, Any]] | None = make
         self._raw: Mapping[str, Any] | None = None
@@ -614,15 +796,17 @@ def find(
     rule_taints: Callable[[DeviceID], tuple[Taint, ...]] = lambda did: (),
     *,
     deadline: float | None = None,
+    shared: Callable[[DeviceID], Mapping[str, int] | None] = lambda did: None,
 ) -> Search | None:
     """The search that found devices for every claim on ``node``, or None when they do not
-    fit (``rule_taints``: the taints DeviceTaintRules put on a device). Raises
+    fit (``rule_taints``: the taints DeviceTaintRules put on a device; ``shared``: the
+    capacity the allocated shares of a device take, None if it has none). Raises
     AllocationError (the claims cannot be allocated anywhere as they stand),
     AllocationTimeout (past ``deadline``) or FailedOnNode (nothing fits and a pool of the
     node is invalid). Filter asks this of every node it visits and keeps nothing of it:
     objects kept per node and cycle would outlive the young generation and make the
     collector's passes cost more than the search (a py-spy profile of a live backlog)."""
-    search = Search(claims, pools, classes, in_use, rule_taints, deadline, node)
+    search = Search(claims, pools, classes, in_use, rule_taints, deadline, node, shared)
     search.prepare()
     if not search.one(0, 0, 0, 0, False):
         if any(p.invalid for p in pools):
@@ -645,9 +829,18 @@ def allocations(search: Search, claims: Sequence[ResourceClaimInfo]) -> list[All
         found = search.results[ci]
         out.append(
             Allocated(
-                tuple((res.id, res.req.request.admin_access) for res in found),
+                tuple(
+                    (res.id, res.req.request.admin_access)
+                    for res in found
+                    if not res.share or res.req.request.admin_access
+                ),
                 frozenset(res.req.result_name for res in found),
                 _raw_maker(search, ci, claim),
+                tuple(
+                    (res.id, res.consumed or {})
+                    for res in found
+                    if res.share and not res.req.request.admin_access
+                ),
             )
         )
     return out
@@ -670,6 +863,10 @@ def _raw(search: Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]
         }
         if res.req.request.admin_access:
             entry["adminAccess"] = True
+        if res.share:
+            entry["shareID"] = res.share
+            if res.consumed:
+                entry["consumedCapacity"] = {k: format_nanos(v) for k, v in res.consumed.items()}
         if res.req.request.tolerations_raw:
             entry["tolerations"] = list(res.req.request.tolerations_raw)
         binding = res.device.binding

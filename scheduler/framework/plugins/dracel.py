@@ -1,5 +1,5 @@
 """Device selectors: DRA's CEL expressions (``device.driver``, ``device.attributes``,
-``device.capacity``) evaluated on one device.
+``device.capacity``, ``device.allowMultipleAllocations``) evaluated on one device.
 
 The expressions are compiled and run by ``common-expression-language`` (the ``cel``
 module: Python bindings of the Rust cel-interpreter; a library rather than our own CEL).
@@ -177,9 +177,14 @@ def _activation(device: Device, driver: str, c: _Compiled) -> dict[str, Any]:
         )
     capacity: dict[str, dict[str, Any]] = {d: {} for d in c.capacity_domains}
     for name, q in device.capacity.items():
-        domain, ident = _split(name)
+        domain, ident = _split(name if "/" in name else f"{driver}/{name}")
         capacity.setdefault(domain, {})[ident] = {_QUANTITY: q}
-    return {"driver": driver, "attributes": attributes, "capacity": capacity}
+    return {
+        "driver": driver,
+        "attributes": attributes,
+        "capacity": capacity,
+        "allowMultipleAllocations": device.multi,
+    }
 
 
 def device_matches(expression: str, device: Device, driver: str) -> bool:

@@ -21,9 +21,9 @@ that the claim can be allocated again (before DefaultPreemption, as upstream).
 Partitionable devices (shared counters, per-device node selection) are allocated as
 upstream's; with binding conditions, PreBind waits until the claim's status says they are
 met (``bindingTimeout``), and a claim whose binding failed or timed out is available on no
-node (PostFilter deallocates it). Not built (upstream's beta and alpha features):
-consumable capacity, extended resources backed by devices, pod-group claims. Devices and
-requests that use them are not allocated."""
+node (PostFilter deallocates it); consumable capacity: requests for part of a device's
+capacity, devices shared by several claims. Not built (upstream's alpha features and one
+GA): extended resources backed by devices, pod-group claims."""
 
 from __future__ import annotations
 
@@ -32,9 +32,10 @@ import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
@@ -107,6 +108,13 @@ class DraObjects:
     on_given_up: Callable[[ResourceClaimInfo], None] | None = None
     _in_use: Counter[DeviceID] = field(default_factory=Counter)
     _using: dict[str, tuple[DeviceID, ...]] = field(default_factory=dict)
+    # Consumable capacity: shares held of devices several claims share (by device: how
+    # many, and the capacity they take together), and each claim's.
+    _shares: Counter[DeviceID] = field(default_factory=Counter)
+    _share_capacity: dict[DeviceID, Counter[str]] = field(default_factory=dict)
+    _sharing: dict[str, tuple[tuple[DeviceID, Mapping[str, int]], ...]] = field(
+        default_factory=dict
+    )
     # A node's pools as last gathered, with the node record they were gathered for: valid
     # while the record is the same object; emptied whenever a slice changes.
     _pools_of: dict[str, tuple[NodeRecord, list[Pool]]] = field(default_factory=dict)
@@ -128,6 +136,12 @@ class DraObjects:
     def in_use(self, did: DeviceID) -> bool:
         return did in self._in_use  # (entries that fall to 0 are deleted)
 
+    def shared(self, did: DeviceID) -> Mapping[str, int] | None:
+        """The capacity the claims' shares of a shared device take (None: no share)."""
+        if did not in self._shares:
+            return None
+        return self._share_capacity.get(did) or _NONE_TAKEN
+
     def rule_taints(self, did: DeviceID) -> tuple[Taint, ...]:
         """The taints DeviceTaintRules put on the device (upstream patches its slice)."""
         if not self.taint_rules:
@@ -140,17 +154,33 @@ class DraObjects:
             self._in_use[did] -= 1
             if not self._in_use[did]:
                 del self._in_use[did]
+        for did, taken in self._sharing.pop(key, ()):
+            self._shares[did] -= 1
+            if self._shares[did]:
+                self._share_capacity[did].subtract(taken)
+            else:
+                del self._shares[did]
+                self._share_capacity.pop(did, None)
         pending = self.in_flight.get(key)
+        shares: tuple[tuple[DeviceID, Mapping[str, int]], ...]
         if pending is not None:
-            devices = pending.devices
+            devices, shares = pending.devices, pending.shares
         else:
             c = self.claim(key)
-            devices = () if c is None or c.allocation is None else c.allocation.devices
+            if c is None or c.allocation is None:
+                devices, shares = (), ()
+            else:
+                devices, shares = c.allocation.devices, c.allocation.shares
         held = tuple(did for did, admin in devices if not admin)
         if held:
             self._using[key] = held
             for did in held:
                 self._in_use[did] += 1
+        if shares:
+            self._sharing[key] = shares
+            for did, taken in shares:
+                self._shares[did] += 1
+                self._share_capacity.setdefault(did, Counter()).update(taken)
 
     def assume(self, claim: ResourceClaimInfo) -> None:
         """The claim as PreBind wrote it (the API server's answer)."""
@@ -244,6 +274,9 @@ class DraObjects:
 
     def pool_slices(self, driver: str, pool: str) -> Iterable[ResourceSliceInfo]:
         return self.pools.get((driver, pool), {}).values()
+
+
+_NONE_TAKEN: Mapping[str, int] = MappingProxyType({})
 
 
 def _node_local(s: ResourceSliceInfo) -> bool:
@@ -454,6 +487,7 @@ class DynamicResources:
             o.in_use,
             o.rule_taints,
             deadline=self._deadline(),
+            shared=o.shared,
         )
 
     # ------------------------------------------------------------------ PostFilter
@@ -743,6 +777,7 @@ class DynamicResources:
                     parse_selector(allocated.raw.get("nodeSelector")),
                     allocated.raw,
                     timestamp=self.now(),
+                    shares=allocated.shares,
                 )
             self.objects.assume(
                 replace(

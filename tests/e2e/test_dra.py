@@ -355,7 +355,7 @@ def test_a_shared_device_is_split_between_claims_by_capacity(
         "capacity": {
             "bandwidth": {
                 "value": "10G",
-                "requestPolicy": {"validRange": {"min": "1G", "step": "1G"}},
+                "requestPolicy": {"default": "1G", "validRange": {"min": "1G", "step": "1G"}},
             }
         },
     }

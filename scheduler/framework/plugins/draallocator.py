@@ -4,9 +4,10 @@ with the "incubating" variant's search order, the one v1.37 runs with its defaul
 gates): for one node, devices for every claim the pod still needs allocated, or None.
 
 Pools: a node's slices (``nodeName`` equal to it, ``allNodes``, a ``nodeSelector`` it
-matches, or ``perDeviceNodeSelection`` with a device available on it) and every slice of
-shared counters, grouped by driver and pool, the newest generation only; a pool whose
-slices of that generation are not all there is incomplete (skipped; an ``All`` request
+matches, or ``perDeviceNodeSelection`` with a device available on it), grouped by driver
+and pool, the newest generation only, completed by the pool's other slices (shared
+counters published for another node, say), those with binding conditions last; a pool
+whose slices of that generation are not all there is incomplete (skipped; an ``All`` request
 over it is an error), one that repeats a device name or a counter set name, or whose
 devices consume a counter it does not have, is invalid. Search: claims in order, their
 requests in order, each request's devices one at a time, in pool and slice order, with
@@ -112,12 +113,15 @@ def gather_pools(
     node: NodeRecord,
     pool_slices: Callable[[str, str], Iterable[ResourceSliceInfo]],
 ) -> list[Pool]:
-    """The node's pools (upstream's GatherPools). ``candidates``: slices that may target
-    the node (slices of shared counters among them, whatever node they name);
-    ``pool_slices(driver, pool)``: every slice of a pool, whichever node it targets."""
+    """The node's pools (upstream's GatherPools, as its incubating allocator's, the one
+    v1.37 runs by default). ``candidates``: slices that may target the node;
+    ``pool_slices(driver, pool)``: every slice of a pool, whichever node it targets (a
+    pool not all of whose slices target the node, e.g. one whose counters are published
+    for another, is completed from them). Pools with devices that have binding conditions
+    come last, as upstream's: other devices are preferred."""
     found: dict[tuple[str, str], list[ResourceSliceInfo]] = {}
     for s in candidates:
-        if not s.counter_sets and not slice_on_node(s, node):
+        if not slice_on_node(s, node):
             continue
         key = (s.driver, s.pool)
         have = found.get(key)
@@ -141,15 +145,24 @@ def gather_pools(
             elsewhere = sorted((s for s in same if s.name not in here), key=lambda s: s.name)
         slices.sort(key=lambda s: s.name)
         pool = Pool(driver, name, [s for s in slices if not s.counter_sets])
-        pool.invalid = _invalid(pool, slices, elsewhere)
+        counter_slices = [s for s in (*slices, *elsewhere) if s.counter_sets]
+        devices_elsewhere = [s for s in elsewhere if not s.counter_sets]
+        pool.invalid = _invalid(pool, counter_slices, devices_elsewhere)
         if not pool.invalid:
-            pool.elsewhere = elsewhere
+            pool.elsewhere = devices_elsewhere
         pools.append(pool)
+    pools.sort(key=_has_binding_conditions)  # (stable: by driver and name within each)
     return pools
 
 
+def _has_binding_conditions(pool: Pool) -> bool:
+    return any(
+        d.binding is not None and d.binding.conditions for s in pool.slices for d in s.devices
+    )
+
+
 def _invalid(
-    pool: Pool, slices: list[ResourceSliceInfo], elsewhere: list[ResourceSliceInfo]
+    pool: Pool, counter_slices: list[ResourceSliceInfo], elsewhere: list[ResourceSliceInfo]
 ) -> str:
     """Why the pool cannot be used (upstream's buildPool), or ""; fills its counter sets.
     Device names are checked among the node's slices, what devices consume against the
@@ -160,7 +173,7 @@ def _invalid(
             if d.name in seen:
                 return f"duplicate device name {d.name}"
             seen.add(d.name)
-    for s in slices:
+    for s in counter_slices:
         for set_name, counters in s.counter_sets:
             if set_name in pool.counter_sets:
                 return f"duplicate counter set name {set_name}"

@@ -224,7 +224,7 @@ class DraObjects:
             if old_slice is not None:
                 self._unindex(old_slice)
             self.slices[obj.name] = obj
-            if _node_local(obj):
+            if obj.node_name:
                 self.node_slices.setdefault(obj.node_name, {})[obj.name] = obj
             else:
                 self.shared_slices[obj.name] = obj
@@ -239,7 +239,7 @@ class DraObjects:
         return old_class
 
     def _unindex(self, s: ResourceSliceInfo) -> None:
-        if _node_local(s):
+        if s.node_name:
             on_node = self.node_slices.get(s.node_name, {})
             on_node.pop(s.name, None)
             if not on_node:
@@ -267,8 +267,7 @@ class DraObjects:
             self.classes.pop(obj.name, None)
 
     def candidates(self, node: str) -> Iterable[ResourceSliceInfo]:
-        """The slices that may target ``node``: those naming it, and the shared ones
-        (slices of counter sets among them: a pool's counters count on every node)."""
+        """The slices that may target ``node``: those naming it, and the shared ones."""
         yield from self.node_slices.get(node, {}).values()
         yield from self.shared_slices.values()
 
@@ -277,11 +276,6 @@ class DraObjects:
 
 
 _NONE_TAKEN: Mapping[str, int] = MappingProxyType({})
-
-
-def _node_local(s: ResourceSliceInfo) -> bool:
-    """A slice of devices on one node (indexed by it); the others may serve any node."""
-    return bool(s.node_name) and not s.counter_sets
 
 
 @dataclass(slots=True)

@@ -167,3 +167,16 @@ def test_a_binding_condition_must_be_named() -> None:
     with pytest.raises(ParseError) as e:
         resource_slice_from_dict(bad)
     assert str(e.value).startswith("ResourceSlice s: spec.devices[0].bindingConditions[1]")
+
+
+def test_devices_without_binding_conditions_are_preferred() -> None:
+    # Pool "a-fabric" sorts first by name, but its device waits on a condition: the
+    # device of pool "b-local" is chosen, as upstream's (pools with binding conditions last).
+    core, _ = _core(
+        device_class(),
+        slice_("a", ATTACHABLE, pool="a-fabric"),
+        slice_("b", {"name": "plain"}, pool="b-local"),
+        claim("c1"),
+    )
+    assert _one(core, with_claims("p", "c1")).outcome == "assumed"
+    assert {d.device for d, _ in core.dra.in_flight["default/c1"].devices} == {"plain"}

@@ -293,3 +293,22 @@ def test_a_request_s_devices_are_tried_as_a_set_not_in_every_order() -> None:
     search._add = counting  # type: ignore[method-assign]
     assert not search.one(0, 0, 0, 0, False)
     assert tried == 10 + 45
+
+
+def test_counters_published_for_another_node_complete_the_pool() -> None:
+    # As upstream's incubating allocator: n2's slice is relevant to n2 only, its pool is
+    # incomplete there, and the rest of the pool (the counters, published for n1) is read.
+    core, _ = _core(
+        device_class(),
+        pslice("n1-counters", pool="p", count=2, node="n1", counters={"g": {"mem": "1"}}),
+        pslice("n2-gpus", part("x", {"g": {"mem": "1"}}), pool="p", count=2, node="n2"),
+        claim("c1"),
+        claim("c2"),
+    )
+    # Per-node counter slices are not every node's candidates (with one per node, each
+    # node would gather every node's pools).
+    assert [s.name for s in core.dra.candidates("n2")] == ["n2-gpus"]
+    r = _one(core, with_claims("p", "c1"))
+    assert (r.node, r.feasible_nodes) == ("n2", 1)
+    # The only counter is taken: nothing else of the pool is given.
+    assert _one(core, with_claims("q", "c2")).outcome == "unschedulable"

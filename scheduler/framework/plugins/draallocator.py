@@ -336,14 +336,15 @@ def _admits(
     return True
 
 
-class _MatchAttribute:
-    __slots__ = ("attribute", "count", "requests", "value")
+class _AttributeConstraint:
+    """A claim constraint on one attribute of the devices of the requests it names (of all
+    the claim's when it names none): each such device must have the attribute."""
+
+    __slots__ = ("attribute", "requests")
 
     def __init__(self, requests: frozenset[str], attribute: str) -> None:
         self.requests = requests
         self.attribute = attribute
-        self.value: Any = None
-        self.count = 0
 
     def applies(self, base: str, full: str) -> bool:
         return not self.requests or base in self.requests or full in self.requests
@@ -352,8 +353,31 @@ class _MatchAttribute:
         if not self.applies(base, full):
             return True
         value = _lookup(device, driver, self.attribute)
-        if value is None:
-            return False
+        return value is not None and self._take(value)
+
+    def remove(self, base: str, full: str) -> None:
+        if self.applies(base, full):
+            self._drop()
+
+    def _take(self, value: Any) -> bool:
+        raise NotImplementedError
+
+    def _drop(self) -> None:
+        raise NotImplementedError
+
+
+class _MatchAttribute(_AttributeConstraint):
+    """``matchAttribute``: all with one value (of one type: an int 1 and a bool true
+    differ)."""
+
+    __slots__ = ("count", "value")
+
+    def __init__(self, requests: frozenset[str], attribute: str) -> None:
+        super().__init__(requests, attribute)
+        self.value: Any = None
+        self.count = 0
+
+    def _take(self, value: Any) -> bool:
         if self.count and (type(value) is not type(self.value) or value != self.value):
             return False
         if not self.count:
@@ -361,39 +385,27 @@ class _MatchAttribute:
         self.count += 1
         return True
 
-    def remove(self, base: str, full: str) -> None:
-        if self.applies(base, full):
-            self.count -= 1
+    def _drop(self) -> None:
+        self.count -= 1
 
 
-class _DistinctAttribute:
-    """``distinctAttribute``: the devices the constraint covers all have the attribute,
-    no two with the same value (of the same type: an int 1 and a bool true differ)."""
+class _DistinctAttribute(_AttributeConstraint):
+    """``distinctAttribute``: no two with the same value (of the same type)."""
 
-    __slots__ = ("attribute", "requests", "values")
+    __slots__ = ("values",)
 
     def __init__(self, requests: frozenset[str], attribute: str) -> None:
-        self.requests = requests
-        self.attribute = attribute
+        super().__init__(requests, attribute)
         self.values: list[Any] = []
 
-    def applies(self, base: str, full: str) -> bool:
-        return not self.requests or base in self.requests or full in self.requests
-
-    def add(self, base: str, full: str, device: Device, driver: str) -> bool:
-        if not self.applies(base, full):
-            return True
-        value = _lookup(device, driver, self.attribute)
-        if value is None:
-            return False
+    def _take(self, value: Any) -> bool:
         if any(type(v) is type(value) and v == value for v in self.values):
             return False
         self.values.append(value)
         return True
 
-    def remove(self, base: str, full: str) -> None:
-        if self.applies(base, full):
-            self.values.pop()
+    def _drop(self) -> None:
+        self.values.pop()
 
 
 def _lookup(device: Device, driver: str, name: str) -> Any:
@@ -443,7 +455,7 @@ class Search:
         self.in_use = in_use
         self.reqs: dict[tuple[int, int, int], _Req] = {}
         self.selected: dict[tuple[int, int], int] = {}
-        self.constraints = [
+        self.constraints: list[list[_AttributeConstraint]] = [
             [
                 _MatchAttribute(c.requests, c.match_attribute)
                 if c.match_attribute
@@ -705,7 +717,7 @@ class Search:
                 return None
         base = r.parent.name if r.parent is not None else r.request.name
         full = r.result_name
-        added: list[_MatchAttribute | _DistinctAttribute] = []
+        added: list[_AttributeConstraint] = []
         for c in self.constraints[ci]:
             if not c.add(base, full, d, s.driver):
                 for done in reversed(added):

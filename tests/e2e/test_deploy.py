@@ -180,12 +180,19 @@ def test_manifests_and_examples_pass_a_server_side_dry_run(
         str(EXAMPLES / "deployment.yaml"),
         "-f",
         str(EXAMPLES / "pdb.yaml"),
+        "-f",
+        str(EXAMPLES / "dra.yaml"),
     ).stdout
     for ref in (
         "priorityclass.scheduling.k8s.io/high-priority",
         "priorityclass.scheduling.k8s.io/low-priority",
         "deployment.apps/nginx",
         "poddisruptionbudget.policy/nginx",
+        "deviceclass.resource.k8s.io/example-gpu",
+        "resourceslice.resource.k8s.io/kwok-node-1-gpu-counters",
+        "resourceslice.resource.k8s.io/kwok-node-1-gpus",
+        "resourceclaimtemplate.resource.k8s.io/half-gpu",
+        "deployment.apps/trainer",
     ):
         assert any(line.startswith(ref + " ") for line in out.splitlines()), (ref, out)
 

@@ -657,7 +657,6 @@ class Search:
             undo()
             return False
         admin = r.request.admin_access
-        asks_capacity = r.request.capacity is not None
         in_use, allocating = self.in_use, self.allocating
         # Where the next device of this request is looked for (none left: the next
         # request starts from the beginning).
@@ -682,10 +681,6 @@ class Search:
                     elif in_use(did) or allocating.get(did):
                         continue
                     if not self._selectable(ci, r, did, d, s):
-                        continue
-                    if (asks_capacity or d.policies or d.multi) and not self._capacity_ok(
-                        ci, r, did, d, static=False
-                    ):
                         continue
                     undo = self._add(ci, r, did, d, s, must=False)
                     if undo is None:
@@ -731,9 +726,7 @@ class Search:
                     )
                 return None
             added.append(c)
-        if (r.request.capacity is not None or d.policies or multi) and not self._capacity_ok(
-            ci, r, did, d, static=False
-        ):
+        if not self._capacity_ok(ci, r, did, d, static=False):
             for c in reversed(added):
                 c.remove(base, full)
             if give_back is not None:

@@ -436,8 +436,9 @@ class Search:
         classes: Mapping[str, DeviceClassInfo],
         in_use: Callable[[DeviceID], bool],
         rule_taints: Callable[[DeviceID], tuple[Taint, ...]],
+        node: NodeRecord,
+        *,
         deadline: float | None = None,
-        node: NodeRecord | None = None,
         shared: Callable[[DeviceID], Mapping[str, int] | None] = lambda did: None,
     ) -> None:
         self.node = node
@@ -535,7 +536,7 @@ class Search:
         return (
             _admits(r.cls.selectors, d, did, s.driver, r.cls)
             and _admits(r.request.selectors, d, did, s.driver, self.claims[ci])
-            and (not s.per_device_nodes or (self.node is not None and device_on_node(d, self.node)))
+            and (not s.per_device_nodes or device_on_node(d, self.node))
         )
 
     def _capacity_ok(self, ci: int, r: _Req, did: DeviceID, d: Device, *, static: bool) -> bool:
@@ -824,7 +825,9 @@ def find(
     node is invalid). Filter asks this of every node it visits and keeps nothing of it:
     objects kept per node and cycle would outlive the young generation and make the
     collector's passes cost more than the search (a py-spy profile of a live backlog)."""
-    search = Search(claims, pools, classes, in_use, rule_taints, deadline, node, shared)
+    search = Search(
+        claims, pools, classes, in_use, rule_taints, node, deadline=deadline, shared=shared
+    )
     search.prepare()
     if not search.one(0, 0, 0, 0, False):
         if any(p.invalid for p in pools):
@@ -937,11 +940,11 @@ def _raw(search: Search, ci: int, claim: ResourceClaimInfo) -> Mapping[str, Any]
     return raw
 
 
-def _placement(res: _Result, node: NodeRecord | None) -> tuple[str, Mapping[str, Any] | None]:
+def _placement(res: _Result, node: NodeRecord) -> tuple[str, Mapping[str, Any] | None]:
     """The node name and node selector (API form) of where a found device is available:
     its slice's, or its own when the slice selects nodes per device; the node allocated
     for when the device binds to it (``bindsToNode``)."""
-    if node is not None and res.device.binding is not None and res.device.binding.binds_to_node:
+    if res.device.binding is not None and res.device.binding.binds_to_node:
         return node.name, None
     if res.slice.per_device_nodes:
         p = res.device.placement
@@ -949,7 +952,7 @@ def _placement(res: _Result, node: NodeRecord | None) -> tuple[str, Mapping[str,
     return res.slice.node_name, res.slice.node_selector_raw
 
 
-def _check_selectors(results: list[_Result], node: NodeRecord | None) -> None:
+def _check_selectors(results: list[_Result], node: NodeRecord) -> None:
     """What ``_node_selector`` would refuse, found at once (the API form is built later)."""
     for res in results:
         node_name, selector = _placement(res, node)
@@ -963,7 +966,7 @@ def _check_selectors(results: list[_Result], node: NodeRecord | None) -> None:
                 )
 
 
-def _node_selector(results: list[_Result], node: NodeRecord | None) -> dict[str, Any] | None:
+def _node_selector(results: list[_Result], node: NodeRecord) -> dict[str, Any] | None:
     """Upstream's createNodeSelector: a node-local device (or one that binds to the node)
     pins the node by name; the selectors of the others are merged into one term; devices
     on all nodes add nothing."""

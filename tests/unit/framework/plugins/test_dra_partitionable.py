@@ -278,7 +278,6 @@ def test_a_request_s_devices_are_tried_as_a_set_not_in_every_order() -> None:
         {"gpu": device_class_from_dict(device_class())},
         lambda did: False,
         lambda did: (),
-        None,
         node,
     )
     search.prepare()

@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 
 from scheduler.quantity import QuantityError, parse_nanos
 from scheduler.types import (
+    DEVICE_CLASS_PREFIX,
     NodeSelectorTerm,
     ParseError,
     Taint,
@@ -22,6 +23,11 @@ from scheduler.types import (
 )
 
 FINALIZER = "resource.kubernetes.io/delete-protection"
+# Extended resources backed by devices (DRAExtendedResource, GA in v1.37): the annotation
+# of the claim the scheduler creates for a pod, and the name that claim has until it is
+# created (DEVICE_CLASS_PREFIX: scheduler.types').
+EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+EXTENDED_CLAIM_IN_MEMORY = "<extended-resources>"
 MODE_EXACT_COUNT = "ExactCount"
 MODE_ALL = "All"
 FIRST_AVAILABLE_MAX = 8  # upstream's FirstAvailableDeviceRequestMaxSize
@@ -152,6 +158,16 @@ class DeviceClassInfo:
     selectors: tuple[str, ...]  # CEL expressions
     config: tuple[Mapping[str, Any], ...]  # spec.config, API form
     resource_version: int = 0
+    # spec.extendedResourceName: the extended resource a pod may ask for to get a device
+    # of this class (besides deviceclass.resource.kubernetes.io/<name>, which every class
+    # answers to); metadata.creationTimestamp, which decides between classes naming the
+    # same one.
+    extended_resource_name: str | None = None
+    created: float = 0.0
+
+    @property
+    def implicit_resource_name(self) -> str:
+        return DEVICE_CLASS_PREFIX + self.name
 
 
 # ---------------------------------------------------------------------------- claims
@@ -258,9 +274,15 @@ class ResourceClaimInfo:
     # status.devices' conditions, by device and condition type (kept only for devices
     # the allocation waits on: binding conditions).
     conditions: Mapping[DeviceID, Mapping[str, DeviceCondition]] | None = None
+    # Annotated resource.kubernetes.io/extended-resource-claim: "true": the claim the
+    # scheduler made for a pod's extended resources backed by devices.
+    extended: bool = False
 
     @property
     def key(self) -> str:
+        if self.name == EXTENDED_CLAIM_IN_MEMORY:
+            # Not yet created: one per pod (the uid is the pod's), never a real claim's.
+            return f"{self.namespace}/{self.name}/{self.uid}"
         return f"{self.namespace}/{self.name}"
 
 
@@ -521,8 +543,17 @@ def device_class_from_dict(obj: Obj) -> DeviceClassInfo:
         _map(c, who, f"spec.config[{i}]")
         for i, c in enumerate(_list(spec.get("config"), who, "spec.config"))
     )
+    ext = spec.get("extendedResourceName")
+    if ext is not None and (not isinstance(ext, str) or not ext):
+        raise ParseError(who, "spec.extendedResourceName", f"expected a resource name, got {ext!r}")
+    created = _timestamp(meta.get("creationTimestamp"), "metadata.creationTimestamp", who)
     return DeviceClassInfo(
-        name, _selectors(spec.get("selectors"), who, "spec.selectors"), config, _version(meta)
+        name,
+        _selectors(spec.get("selectors"), who, "spec.selectors"),
+        config,
+        _version(meta),
+        extended_resource_name=ext,
+        created=created or 0.0,
     )
 
 
@@ -760,11 +791,18 @@ def resource_claim_from_dict(obj: Obj) -> ResourceClaimInfo:
         conditions=_device_conditions(
             status.get("devices"), who, () if allocation is None else allocation.waits
         ),
+        extended=_map(meta.get("annotations"), who, "metadata.annotations").get(
+            EXTENDED_CLAIM_ANNOTATION
+        )
+        == "true",
     )
 
 
 __all__ = [
     "ALLOCATION_RESULTS_MAX",
+    "DEVICE_CLASS_PREFIX",
+    "EXTENDED_CLAIM_ANNOTATION",
+    "EXTENDED_CLAIM_IN_MEMORY",
     "FINALIZER",
     "FIRST_AVAILABLE_MAX",
     "MODE_ALL",

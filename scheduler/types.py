@@ -20,6 +20,7 @@ sums; plus pod overhead. Quantities are summed exactly and rounded once, as upst
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -430,6 +431,74 @@ def _inline_disk(vol: Mapping[str, Any], i: int, who: str) -> InlineDisk | None:
     return None
 
 
+# The resource name every DeviceClass answers to: this prefix and the class's name.
+DEVICE_CLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+_QUALIFIED_PART = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$")
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Upstream's IsExtendedResourceName: a name with a domain, not in kubernetes.io's
+    namespace, not a quota's ``requests.`` name, and a qualified name once prefixed with
+    ``requests.``."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    prefix, _, part = f"requests.{name}".partition("/")
+    return (
+        len(prefix) <= 253
+        and _SUBDOMAIN.match(prefix) is not None
+        and len(part) <= 63
+        and _QUALIFIED_PART.match(part) is not None
+    )
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """Upstream's IsDRAExtendedResourceName: an extended resource name, or a DeviceClass's
+    implicit one."""
+    return name.startswith(DEVICE_CLASS_PREFIX) or is_extended_resource_name(name)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerExtendedRequest:
+    """One container's request of an extended resource that devices may back: the
+    container's position among the init containers then the regular ones, its name,
+    whether it runs to completion before the others start (an init container that is not
+    a sidecar), the resource, its position among the container's request names sorted,
+    and the amount (a whole number)."""
+
+    index: int
+    container: str
+    short_lived: bool
+    resource: str
+    position: int
+    count: int
+
+
+def _extended_requests(spec: Obj) -> tuple[ContainerExtendedRequest, ...]:
+    """The pod's ``ContainerExtendedRequest`` entries (quantities already checked by the
+    request parser)."""
+    out = []
+    index = 0
+    for group in ("initContainers", "containers"):
+        for c in spec.get(group) or ():
+            raw = (c.get("resources") or {}).get("requests") or {}
+            names = sorted(str(k) for k in raw)
+            for position, rname in enumerate(names):
+                if not is_dra_extended_resource_name(rname):
+                    continue
+                nanos = parse_nanos(raw[rname])
+                if nanos <= 0 or nanos % NANO:
+                    continue  # upstream's AsInt64: only whole amounts make a request
+                short = group == "initContainers" and c.get("restartPolicy") != "Always"
+                out.append(
+                    ContainerExtendedRequest(
+                        index, str(c.get("name") or ""), short, rname, position, nanos // NANO
+                    )
+                )
+            index += 1
+    return tuple(out)
+
+
 @dataclass(frozen=True, slots=True)
 class PodInfo:
     """A pod as the scheduler sees it. Immutable: an update replaces the record."""
@@ -487,6 +556,9 @@ class PodInfo:
     # name: None while the status names none, "" when none was needed). One field: a pod
     # without claims pays one slot.
     resource_claims: tuple[tuple[str, str, str, str | None], ...] = ()
+    # Each container's requests of extended resources devices may back (DynamicResources
+    # turns them into a claim where no node allocatable offers them); () for most pods.
+    extended_requests: tuple[ContainerExtendedRequest, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.key:
@@ -1220,6 +1292,11 @@ def pod_from_dict(
     raw_claims = spec.get("resourceClaims")
     pod.resource_claims = (
         _resource_claims(raw_claims, status.get("resourceClaimStatuses"), who) if raw_claims else ()
+    )
+    pod.extended_requests = (
+        _extended_requests(spec)
+        if requests.scalar and any(is_dra_extended_resource_name(k) for k in requests.scalar)
+        else ()
     )
     return _seal(pod)
 

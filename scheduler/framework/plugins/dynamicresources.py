@@ -30,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import secrets
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,12 +42,17 @@ from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.draapi import (
+    EXTENDED_CLAIM_ANNOTATION,
+    EXTENDED_CLAIM_IN_MEMORY,
     FINALIZER,
     FIRST_AVAILABLE_MAX,
+    MODE_EXACT_COUNT,
     Allocation,
+    ClaimRequest,
     Consumer,
     DeviceClassInfo,
     DeviceID,
+    DeviceRequest,
     DeviceTaintRuleInfo,
     DraObject,
     ResourceClaimInfo,
@@ -79,7 +86,14 @@ from scheduler.framework.plugins.draallocator import (
 from scheduler.framework.plugins.helper import match_node_selector_terms
 from scheduler.framework.plugins.volumebinding import node_relabelled
 from scheduler.framework.waiting_pods import ApiClient, EventRecorder
-from scheduler.types import NodeInfo, NodeRecord, PodInfo, Taint
+from scheduler.types import (
+    ContainerExtendedRequest,
+    NodeInfo,
+    NodeRecord,
+    PodInfo,
+    Taint,
+    is_dra_extended_resource_name,
+)
 
 NAME = "DynamicResources"
 _STATE_KEY = "DynamicResources"
@@ -118,6 +132,43 @@ class DraObjects:
     # A node's pools as last gathered, with the node record they were gathered for: valid
     # while the record is the same object; emptied whenever a slice changes.
     _pools_of: dict[str, tuple[NodeRecord, list[Pool]]] = field(default_factory=dict)
+    # Extended resources backed by devices: the class each resource name resolves to, and
+    # the claims made for pods' extended resources, by the pod's uid.
+    _by_resource: dict[str, DeviceClassInfo] = field(default_factory=dict)
+    _extended_claims: dict[str, str] = field(default_factory=dict)
+
+    def extended_class(self, resource: str) -> DeviceClassInfo | None:
+        """The DeviceClass that backs extended resource ``resource`` (upstream's
+        DeviceClassResolver): the class named deviceclass.resource.kubernetes.io/<class>,
+        or the one whose ``extendedResourceName`` it is, the newest if several (by
+        creation, then the least name)."""
+        return self._by_resource.get(resource)
+
+    @property
+    def backs_extended_resources(self) -> bool:
+        return bool(self._by_resource)
+
+    def extended_claim(self, pod: PodInfo) -> ResourceClaimInfo | None:
+        """The claim made for the pod's extended resources (annotated, its controller the
+        pod), if the scheduler created one."""
+        key = self._extended_claims.get(pod.uid)
+        claim = None if key is None else self.claim(key)
+        if claim is None or claim.controller is None or claim.controller[1] != pod.name:
+            return None
+        return claim
+
+    def _resolve(self) -> None:
+        by: dict[str, DeviceClassInfo] = {}
+        named: dict[str, DeviceClassInfo] = {}
+        for c in self.classes.values():
+            by[c.implicit_resource_name] = c
+            ext = c.extended_resource_name
+            if ext is not None:
+                best = named.get(ext)
+                if best is None or (c.created, best.name) > (best.created, c.name):
+                    named[ext] = c
+        by.update(named)
+        self._by_resource = by
 
     def node_pools(self, node: NodeRecord) -> list[Pool]:
         """The node's pools (``gather_pools``), cached: Filter asks for every node it
@@ -187,7 +238,17 @@ class DraObjects:
         current = self.claims.get(claim.key)
         if current is None or current.resource_version < claim.resource_version:
             self.assumed[claim.key] = claim
+        if claim.extended and claim.controller is not None:
+            self._extended_claims[claim.controller[2]] = claim.key
         self._refresh(claim.key)
+
+    def move(self, old: str, new: str) -> None:
+        """The in-flight allocation of claim ``old`` is now that of claim ``new`` (a claim
+        for extended resources, created under its own name)."""
+        pending = self.in_flight.pop(old, None)
+        self._refresh(old)
+        if pending is not None:
+            self.hold(new, pending)
 
     def hold(self, key: str, allocated: Allocated) -> None:
         self.in_flight[key] = allocated
@@ -211,6 +272,8 @@ class DraObjects:
         if isinstance(obj, ResourceClaimInfo):
             old_claim = self.claims.get(obj.key)
             self.claims[obj.key] = obj
+            if obj.extended and obj.controller is not None:
+                self._extended_claims[obj.controller[2]] = obj.key
             mine = self.assumed.get(obj.key)
             if mine is not None and (
                 obj.resource_version >= mine.resource_version or obj.uid != mine.uid
@@ -236,6 +299,7 @@ class DraObjects:
             return old_rule
         old_class = self.classes.get(obj.name)
         self.classes[obj.name] = obj
+        self._resolve()
         return old_class
 
     def _unindex(self, s: ResourceSliceInfo) -> None:
@@ -256,6 +320,11 @@ class DraObjects:
             self.claims.pop(obj.key, None)
             self.assumed.pop(obj.key, None)
             self._refresh(obj.key)
+            if (
+                obj.controller is not None
+                and self._extended_claims.get(obj.controller[2]) == obj.key
+            ):
+                del self._extended_claims[obj.controller[2]]
         elif isinstance(obj, ResourceSliceInfo):
             self._pools_of.clear()
             old = self.slices.pop(obj.name, None)
@@ -265,6 +334,7 @@ class DraObjects:
             self.taint_rules.pop(obj.name, None)
         else:
             self.classes.pop(obj.name, None)
+            self._resolve()
 
     def candidates(self, node: str) -> Iterable[ResourceSliceInfo]:
         """The slices that may target ``node``: those naming it, and the shared ones."""
@@ -292,6 +362,18 @@ class _State:
     scored: bool = False  # some request has firstAvailable subrequests
     # Allocated claims whose devices' binding failed or timed out (available nowhere).
     not_ready: tuple[int, ...] = ()
+    # Extended resources backed by devices: the pod's claim for them (in memory until
+    # PreBind creates it, or one an earlier attempt created), the pod's requests of such
+    # resources, the claim as it is for the resources devices provide on a node (by those
+    # resources: its requests, and the pod status' request mappings), the nodes where
+    # Filter allocated it (with the resources), Reserve's node's claim and allocation,
+    # and the claim PreBind created.
+    ext: ResourceClaimInfo | None = None
+    ext_requests: tuple[tuple[str, int], ...] = ()
+    ext_variants: dict[frozenset[str], _ExtendedClaim] = field(default_factory=dict)
+    ext_nodes: dict[str, frozenset[str]] = field(default_factory=dict)
+    ext_chosen: tuple[_ExtendedClaim, Allocated] | None = None
+    ext_created: ResourceClaimInfo | None = None
 
     def clone(self) -> _State:
         return _State(
@@ -303,7 +385,123 @@ class _State:
             self.chosen,
             self.scored,
             self.not_ready,
+            self.ext,
+            self.ext_requests,
+            dict(self.ext_variants),
+            dict(self.ext_nodes),
+            self.ext_chosen,
+            self.ext_created,
         )
+
+    def ext_claim(self, node: str) -> _ExtendedClaim | None:
+        """The claim for extended resources as Filter allocated it on ``node`` (None: the
+        node's allocatable offers every one of them, or Filter did not allocate it)."""
+        names = self.ext_nodes.get(node)
+        return None if names is None else self.ext_variants[names]
+
+
+@dataclass(frozen=True, slots=True)
+class _ExtendedClaim:
+    """The pod's claim for extended resources as one set of nodes needs it: its device
+    requests, and which request serves which container (``status.extendedResourceClaimStatus``
+    ``.requestMappings``, API form)."""
+
+    claim: ResourceClaimInfo
+    mappings: tuple[Mapping[str, str], ...]
+
+
+def _extended_claim_for(
+    pod: PodInfo,
+    ext: ResourceClaimInfo,
+    resources: Iterable[str],
+    classes: Callable[[str], DeviceClassInfo | None],
+) -> _ExtendedClaim:
+    """Upstream's createRequestsAndMappings: for each resource (in name order), a request
+    for each regular or sidecar container that asks for it, and at most one for the init
+    containers that run to completion first (they run one at a time: the largest of what
+    each still needs once it uses the requests of the containers after it); each
+    container mapped to the requests it uses. Requests are named
+    ``container-<i>-request-<j>`` (``i``: the container's position among init then
+    regular containers; ``j``: the resource's among the container's request names sorted)
+    and listed in name order."""
+    requests: list[tuple[str, str, int]] = []
+    mappings: list[tuple[str, str, str]] = []
+    for resource in sorted(resources):
+        cls = classes(resource)
+        if cls is None:
+            continue
+        asks = sorted(
+            (e for e in pod.extended_requests if e.resource == resource), key=lambda e: e.index
+        )
+        lasting: dict[int, tuple[str, int]] = {}  # by container position: (request, count)
+        lasting_maps: list[tuple[str, str, str]] = []
+        for e in asks:
+            if not e.short_lived:
+                name = _request_name(e)
+                lasting[e.index] = (name, e.count)
+                lasting_maps.append((e.container, resource, name))
+        first_maps: list[tuple[str, str, str]] = []
+        own: set[str] = set()
+        largest: tuple[str, int] | None = None
+        for e in asks:
+            if not e.short_lived:
+                continue
+            covered = 0
+            for position in sorted(lasting):
+                if position < e.index:
+                    continue
+                name, count = lasting[position]
+                covered += count
+                first_maps.append((e.container, resource, name))
+                if covered >= e.count:
+                    break
+            if covered >= e.count:
+                continue
+            name = _request_name(e)
+            first_maps.append((e.container, resource, name))
+            own.add(name)
+            if largest is None or largest[1] < e.count - covered:
+                largest = (name, e.count - covered)
+        if largest is not None:
+            if len(own) > 1:
+                first_maps = [(c, r, largest[0] if n in own else n) for c, r, n in first_maps]
+            requests.append((largest[0], cls.name, largest[1]))
+        requests += [(name, cls.name, count) for name, count in lasting.values()]
+        mappings += lasting_maps + first_maps
+    requests.sort(key=lambda r: r[0])
+    claim = replace(
+        ext,
+        requests=tuple(
+            ClaimRequest(name, DeviceRequest(name, cls, (), MODE_EXACT_COUNT, count, False, ()), ())
+            for name, cls, count in requests
+        ),
+    )
+    return _ExtendedClaim(
+        claim,
+        tuple(
+            MappingProxyType({"containerName": c, "resourceName": r, "requestName": n})
+            for c, r, n in mappings
+        ),
+    )
+
+
+def _request_name(e: ContainerExtendedRequest) -> str:
+    return f"container-{e.index}-request-{e.position}"
+
+
+_NAME_SUFFIX = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet
+
+
+def _generated_name(base: str) -> str:
+    """The API server's generateName: the base (at most 58 characters) and 5 random
+    characters (simulate, where no API server names the claim)."""
+    return base[:58] + "".join(secrets.choice(_NAME_SUFFIX) for _ in range(5))
+
+
+def _bound_claims(st: _State) -> tuple[ResourceClaimInfo, ...]:
+    """The pod's claims PreBind reserved: its own, and the one created for its extended
+    resources."""
+    return st.claims if st.ext_created is None else (*st.claims, st.ext_created)
 
 
 def _consumer(pod: PodInfo) -> Consumer:
@@ -382,15 +580,47 @@ class DynamicResources:
         return Status.unschedulable(problem, plugin=self.name) if problem else SUCCESS
 
     # ------------------------------------------------------------------ PreFilter
+    def extended_requests(self, pod: PodInfo) -> tuple[tuple[str, int], ...]:
+        """The pod's requests of extended resources, in name order, when devices back at
+        least one of them (upstream's hasDeviceClassMappedExtendedResource); else ()."""
+        o = self.objects
+        scalar = pod.requests.scalar
+        if not scalar or not o.backs_extended_resources:
+            return ()
+        wanted = [(n, q) for n, q in scalar.items() if q and is_dra_extended_resource_name(n)]
+        if not any(o.extended_class(n) is not None for n, _ in wanted):
+            return ()
+        return tuple(sorted(wanted))
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        if not pod.resource_claims:
+        ext_requests = self.extended_requests(pod)
+        if not pod.resource_claims and not ext_requests:
             return None, SKIP
-        claims, problem = self.pod_claims(pod)
-        if problem:
-            return None, Status.unschedulable(problem, plugin=self.name)
-        if not claims:
+        claims: list[ResourceClaimInfo] = []
+        if pod.resource_claims:
+            claims, problem = self.pod_claims(pod)
+            if problem:
+                return None, Status.unschedulable(problem, plugin=self.name)
+        ext = None
+        if ext_requests:
+            # One claim for all of them: the one an earlier attempt created, if any, else
+            # one in memory that PreBind creates (upstream's special claim).
+            ext = self.objects.extended_claim(pod) or ResourceClaimInfo(
+                namespace=pod.namespace,
+                name=EXTENDED_CLAIM_IN_MEMORY,
+                uid=pod.uid,
+                resource_version=0,
+                requests=(),
+                constraints=(),
+                config=(),
+                allocation=None,
+                reserved_for=(),
+                controller=("Pod", pod.name, pod.uid),
+                extended=True,
+            )
+        if not claims and ext is None:
             return None, SKIP
         to_allocate = []
         not_ready = []
@@ -421,7 +651,14 @@ class DynamicResources:
         scored = any(r.first_available for c in claims for r in c.requests)
         state.write(
             _STATE_KEY,
-            _State(tuple(claims), tuple(to_allocate), scored=scored, not_ready=tuple(not_ready)),
+            _State(
+                tuple(claims),
+                tuple(to_allocate),
+                scored=scored,
+                not_ready=tuple(not_ready),
+                ext=ext,
+                ext_requests=ext_requests,
+            ),
         )
         return None, SUCCESS
 
@@ -434,6 +671,13 @@ class DynamicResources:
         node = node_info.node
         if st is None or node is None:
             return SUCCESS
+        ext: _ExtendedClaim | None = None
+        if st.ext is not None:
+            ext, problem = self._filter_extended(st, pod, node)
+            if problem is not None:
+                return problem
+            if ext is None and not st.claims:
+                return SUCCESS  # the node's allocatable offers them (a device plugin)
         unavailable = list(st.not_ready)
         for i, claim in enumerate(st.claims):
             alloc = claim.allocation
@@ -444,9 +688,9 @@ class DynamicResources:
             ):
                 unavailable.append(i)
         requests: frozenset[str] | None = None
-        if st.to_allocate:
+        if st.to_allocate or ext is not None:
             try:
-                search = self._find(st, node)
+                search = self._find(st, node, ext)
             except AllocationError as e:
                 return Status.error(str(e), plugin=self.name)
             except AllocationTimeout:
@@ -461,18 +705,51 @@ class DynamicResources:
         if unavailable:
             st.unavailable.update(unavailable)
             return Status.unschedulable("resourceclaim not available on the node", plugin=self.name)
-        if st.to_allocate:
+        if st.to_allocate or ext is not None:
             st.fits[node.name] = node
             if requests is not None:
                 st.chosen_requests[node.name] = requests
         return SUCCESS
 
+    def _filter_extended(
+        self, st: _State, pod: PodInfo, node: NodeRecord
+    ) -> tuple[_ExtendedClaim | None, Status | None]:
+        """Upstream's filterExtendedResources: which of the pod's extended resources
+        devices must provide on the node (those backed by a class that the node's
+        allocatable does not offer), as the claim's requests. A claim an earlier attempt
+        created fits no node (PostFilter deletes it, and the pod is tried afresh)."""
+        assert st.ext is not None
+        if st.ext.requests:
+            return None, Status.unschedulable(
+                "cannot schedule extended resource claim", plugin=self.name
+            )
+        needed = []
+        for name, _ in st.ext_requests:
+            offered = node.allocatable.scalar.get(name)
+            if not offered and self.objects.extended_class(name) is not None:
+                needed.append(name)
+            elif offered is None:
+                return None, Status.unschedulable("cannot fit resource", plugin=self.name)
+        if not needed:
+            return None, None
+        names = frozenset(needed)
+        variant = st.ext_variants.get(names)
+        if variant is None:
+            variant = _extended_claim_for(pod, st.ext, names, self.objects.extended_class)
+            st.ext_variants[names] = variant
+        st.ext_nodes[node.name] = names
+        return variant, None
+
     def _deadline(self) -> float | None:
         return time.perf_counter() + self.filter_timeout if self.filter_timeout > 0 else None
 
-    def _find(self, st: _State, node: NodeRecord) -> Search | None:
+    def _find(
+        self, st: _State, node: NodeRecord, ext: _ExtendedClaim | None = None
+    ) -> Search | None:
         o = self.objects
         claims = [st.claims[i] for i in st.to_allocate]
+        if ext is not None:
+            claims.append(ext.claim)
         return find(
             claims,
             node,
@@ -514,7 +791,44 @@ class DynamicResources:
                 return None, Status.unschedulable(
                     "deallocation of ResourceClaim completed", plugin=self.name
                 )
+        if st.ext is not None and st.ext.name != EXTENDED_CLAIM_IN_MEMORY:
+            # The claim for extended resources an earlier attempt created: deleted, so
+            # that the next attempt makes it afresh (upstream's).
+            self._delete_claim(st.ext)
+            return None, Status.unschedulable(
+                "deletion of ResourceClaim completed", plugin=self.name
+            )
         return None, Status.unschedulable(plugin=self.name)
+
+    def _delete_claim(self, claim: ResourceClaimInfo) -> None:
+        if self.client is None:
+            self.objects.delete(claim)
+        else:
+            self._background(self._delete_claim_api(claim))
+
+    async def _delete_claim_api(self, claim: ResourceClaimInfo) -> None:
+        """Upstream's deleteClaim: the finalizer removed, then the claim deleted (a
+        failure is not retried: the next attempt finds the claim and deletes it again)."""
+        assert self.client is not None
+        path = f"{_API}/namespaces/{claim.namespace}/resourceclaims/{claim.name}"
+        with contextlib.suppress(Exception):
+            await self.client.request(
+                "PATCH",
+                path,
+                body={
+                    "metadata": {
+                        "uid": claim.uid,
+                        "$deleteFromPrimitiveList/finalizers": [FINALIZER],
+                    }
+                },
+                content_type="application/strategic-merge-patch+json",
+            )
+            options = {
+                "apiVersion": "v1",
+                "kind": "DeleteOptions",
+                "preconditions": {"uid": claim.uid},
+            }
+            await self.client.request("DELETE", path, body=options)
 
     async def _deallocate(self, claim: ResourceClaimInfo) -> None:
         body = {
@@ -589,25 +903,36 @@ class DynamicResources:
     # ------------------------------------------------------------------ Reserve
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         st: _State | None = state.read(_STATE_KEY)
-        if st is None or not st.to_allocate:
+        if st is None:
             return SUCCESS
+        ext = st.ext_claim(node_name)
+        if not st.to_allocate and ext is None:
+            return SUCCESS  # (extended resources: the node's allocatable offers them)
         node = st.fits.get(node_name)
         if node is None:
             return Status.error("claim allocation not found for node", plugin=self.name)
         # The node's search again (Filter kept nothing of it); within the cycle nothing it
         # reads has changed, unless an extender's call was awaited meanwhile.
         try:
-            search = self._find(st, node)
+            search = self._find(st, node, ext)
         except (AllocationError, AllocationTimeout, FailedOnNode) as e:
             return Status.error(f"node {node_name}: {e or type(e).__name__}", plugin=self.name)
         if search is None:
             msg = f"node {node_name}: the devices found in Filter are taken"
             return Status.error(msg, plugin=self.name)
-        found = allocations(search, [st.claims[i] for i in st.to_allocate])
+        claims = [st.claims[i] for i in st.to_allocate]
+        if ext is not None:
+            claims.append(ext.claim)
+        found = allocations(search, claims)
+        if ext is not None:
+            st.ext_chosen = (ext, found.pop())
+            self.objects.hold(ext.claim.key, st.ext_chosen[1])
         st.chosen = found
         # The state lives on with the pod's binding (a backlog keeps hundreds of pods there).
         st.fits = {node_name: node}
         st.chosen_requests = {}
+        st.ext_variants = {}
+        st.ext_nodes = {}
         for i, allocated in zip(st.to_allocate, found, strict=True):
             self.objects.hold(st.claims[i].key, allocated)
         return SUCCESS
@@ -616,6 +941,13 @@ class DynamicResources:
         st: _State | None = state.read(_STATE_KEY)
         if st is None:
             return
+        if st.ext_chosen is not None:
+            made = st.ext_created
+            self.objects.release((made or st.ext_chosen[0].claim).key, restore=True)
+            if made is not None:  # created in PreBind: deleted again (upstream's)
+                st.ext_created = None
+                self._delete_claim(self.objects.claim(made.key) or made)
+            st.ext_chosen = None
         for i, claim in enumerate(st.claims):
             if i in st.to_allocate and st.chosen is not None:
                 self.objects.release(claim.key, restore=True)
@@ -666,9 +998,101 @@ class DynamicResources:
             error = await self._bind_claim(current, chosen.get(i), pod)
             if error:
                 return Status.error(error, plugin=self.name)
+        if st.ext_chosen is not None and st.ext_created is None:
+            error = await self._bind_extended(st, pod)
+            if error:
+                return Status.error(error, plugin=self.name)
         if self.client is None:
             return SUCCESS  # simulate: no driver reports binding conditions
         return await self._await_binding_conditions(st, pod, node_name)
+
+    async def _bind_extended(self, st: _State, pod: PodInfo) -> str:
+        """Upstream's PreBind of the claim for extended resources: created (named
+        ``<pod>-extended-resources-<random>``, owned by the pod, annotated; with the
+        delete-protection finalizer at once), its allocation and the pod's reservation
+        written as any claim's, then the pod's ``status.extendedResourceClaimStatus``:
+        the claim's name and which request serves which container. Returns an error,
+        or ""."""
+        assert st.ext_chosen is not None
+        ext, allocated = st.ext_chosen
+        memory = ext.claim
+        if self.client is None:  # simulate: the claim exists once assumed
+            created = replace(
+                memory,
+                name=_generated_name(f"{pod.name}-extended-resources-"),
+                uid=str(uuid.uuid4()),
+                resource_version=1,
+                finalizers=(FINALIZER,),
+            )
+            self.objects.set(created)
+        else:
+            body = {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaim",
+                "metadata": {
+                    "generateName": f"{pod.name}-extended-resources-",
+                    "namespace": pod.namespace,
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Pod",
+                            "name": pod.name,
+                            "uid": pod.uid,
+                            "controller": True,
+                        }
+                    ],
+                    "annotations": {EXTENDED_CLAIM_ANNOTATION: "true"},
+                    "finalizers": [FINALIZER],
+                },
+                "spec": {
+                    "devices": {
+                        "requests": [
+                            {
+                                "name": r.name,
+                                "exactly": {
+                                    "deviceClassName": r.exactly.device_class,
+                                    "allocationMode": MODE_EXACT_COUNT,
+                                    "count": r.exactly.count,
+                                },
+                            }
+                            for r in memory.requests
+                            if r.exactly is not None
+                        ]
+                    }
+                },
+            }
+            try:
+                answer = await self.client.request(
+                    "POST", f"{_API}/namespaces/{pod.namespace}/resourceclaims", body=body
+                )
+                created = resource_claim_from_dict(answer)
+            except Exception as e:
+                return (
+                    f"create claim for extended resources of pod {pod.key}: {e or type(e).__name__}"
+                )
+        st.ext_created = created
+        self.objects.move(memory.key, created.key)
+        error = await self._bind_claim(created, allocated, pod)
+        if error:
+            return error
+        if self.client is None:
+            return ""
+        status = {
+            "extendedResourceClaimStatus": {
+                "requestMappings": [dict(m) for m in ext.mappings],
+                "resourceClaimName": created.name,
+            }
+        }
+        try:
+            await self.client.request(
+                "PATCH",
+                f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+                body={"metadata": {"uid": pod.uid}, "status": status},
+                content_type="application/strategic-merge-patch+json",
+            )
+        except Exception as e:
+            return f"update pod {pod.key} ExtendedResourceClaimStatus: {e or type(e).__name__}"
+        return ""
 
     # ------------------------------------------------------------------ binding conditions
     def binding_state(self, claim: ResourceClaimInfo) -> tuple[bool, str]:
@@ -708,7 +1132,7 @@ class DynamicResources:
 
     def _pod_ready(self, st: _State) -> tuple[bool, str]:
         """Upstream's isPodReadyForBinding, over the claims as the informer last said."""
-        for claim in st.claims:
+        for claim in _bound_claims(st):
             current = self.objects.claim(claim.key)
             if current is None:
                 return False, f'resourceclaim.resource.k8s.io "{claim.name}" not found'
@@ -728,7 +1152,7 @@ class DynamicResources:
         (an error: the next attempt finds the claim unavailable and PostFilter deallocates
         it)."""
         waits = False
-        for claim in st.claims:
+        for claim in _bound_claims(st):
             current = self.objects.claim(claim.key)
             if current is not None and current.allocation is not None and current.allocation.waits:
                 waits = True
@@ -837,7 +1261,13 @@ class DynamicResources:
 
         def claim_changed(pod: PodInfo, old: object, new: object) -> QueueingHint:
             if new is None:
-                gone = isinstance(old, ResourceClaimInfo) and old.allocation is not None
+                gone = isinstance(old, ResourceClaimInfo) and (
+                    old.allocation is not None
+                    # (the claim for its extended resources, which PostFilter deleted)
+                    or (
+                        old.extended and old.controller is not None and old.controller[2] == pod.uid
+                    )
+                )
                 return QueueingHint.QUEUE if gone else QueueingHint.SKIP
             if not isinstance(new, ResourceClaimInfo):
                 return QueueingHint.QUEUE

@@ -84,6 +84,7 @@ def build_framework(
             resources=resources,
             shape=fit.shape,
             ignored_resources=fit.ignored_resources,
+            dra=dra_objects,
         ),
         VolumeRestrictions(volume_objects),
         NodeVolumeLimits(volume_objects),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -39,7 +39,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.helper import broken_linear
-from scheduler.types import NodeInfo, NodeRecord, PodInfo, Resource
+from scheduler.types import DEVICE_CLASS_PREFIX, NodeInfo, NodeRecord, PodInfo, Resource
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -56,11 +56,35 @@ class InsufficientResource:
     unresolvable: bool
 
 
+class ExtendedResourceClasses(Protocol):
+    """Which extended resources DeviceClasses back (DynamicResources' objects)."""
+
+    @property
+    def backs_extended_resources(self) -> bool: ...
+
+    def extended_class(self, resource: str) -> object | None: ...
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def delegated_resources(req: Resource, dra: ExtendedResourceClasses | None) -> frozenset[str]:
+    """The extended resources the pod asks for that a DeviceClass backs: on a node whose
+    allocatable does not offer one, DynamicResources allocates devices for it instead
+    (upstream's shouldDelegateResourceToDRA)."""
+    if dra is None or not req.scalar or not dra.backs_extended_resources:
+        return _NONE
+    return frozenset(n for n, q in req.scalar.items() if q and dra.extended_class(n) is not None)
+
+
 def insufficient_resources(
-    req: Resource, ni: NodeInfo, ignored: frozenset[str] = frozenset()
+    req: Resource,
+    ni: NodeInfo,
+    ignored: frozenset[str] = frozenset(),
+    delegated: frozenset[str] = _NONE,
 ) -> list[InsufficientResource]:
     """Every way in which the pod does not fit (upstream's ``fitsRequest``)."""
-    return insufficient_amounts(req, ni.allocatable, ni.requested, len(ni.pods), ignored)
+    return insufficient_amounts(req, ni.allocatable, ni.requested, len(ni.pods), ignored, delegated)
 
 
 def insufficient_amounts(
@@ -69,9 +93,11 @@ def insufficient_amounts(
     used: Resource,
     npods: int,
     ignored: frozenset[str] = frozenset(),
+    delegated: frozenset[str] = _NONE,
 ) -> list[InsufficientResource]:
     """``insufficient_resources`` of a node given by its allocatable, the sum of its pods'
-    requests and their number."""
+    requests and their number. A ``delegated`` resource the node's allocatable does not
+    offer is DynamicResources' to find."""
     out: list[InsufficientResource] = []
     if npods + 1 > alloc.allowed_pod_number:
         out.append(
@@ -119,6 +145,8 @@ def insufficient_amounts(
         if not q or name in ignored:
             continue
         cap = alloc.scalar.get(name, 0)
+        if cap <= 0 and name in delegated:
+            continue
         have = used.scalar.get(name, 0)
         if q > cap - have:
             out.append(InsufficientResource(name, f"Insufficient {name}", q, have, cap, q > cap))
@@ -131,6 +159,7 @@ def fits_amounts(
     used: Resource,
     npods: int,
     ignored: frozenset[str] = frozenset(),
+    delegated: frozenset[str] = _NONE,
 ) -> bool:
     """``not insufficient_amounts(...)``, without building the list (the same checks in
     the same order; preemption's dry run asks this many times per node)."""
@@ -150,13 +179,19 @@ def fits_amounts(
     for name, q in req.scalar.items():
         if not q or name in ignored:
             continue
-        if q > alloc.scalar.get(name, 0) - used.scalar.get(name, 0):
+        cap = alloc.scalar.get(name, 0)
+        if cap <= 0 and name in delegated:
+            continue
+        if q > cap - used.scalar.get(name, 0):
             return False
     return True
 
 
-def _requested_grew(req: Resource, old: NodeRecord, new: NodeRecord) -> bool:
-    """Upstream's ``haveAnyRequestedResourcesIncreased``."""
+def _requested_grew(
+    req: Resource, old: NodeRecord, new: NodeRecord, delegated: frozenset[str] = _NONE
+) -> bool:
+    """Upstream's ``haveAnyRequestedResourcesIncreased`` (a resource devices may provide
+    on the node counts as grown)."""
     a, b = old.allocatable, new.allocatable
     if b.allowed_pod_number > a.allowed_pod_number:
         return True
@@ -164,7 +199,14 @@ def _requested_grew(req: Resource, old: NodeRecord, new: NodeRecord) -> bool:
         (req.milli_cpu > 0 and b.milli_cpu > a.milli_cpu)
         or (req.memory > 0 and b.memory > a.memory)
         or (req.ephemeral_storage > 0 and b.ephemeral_storage > a.ephemeral_storage)
-        or any(q and b.scalar.get(k, 0) > a.scalar.get(k, 0) for k, q in req.scalar.items())
+        or any(
+            q
+            and (
+                b.scalar.get(k, 0) > a.scalar.get(k, 0)
+                or (k in delegated and b.scalar.get(k, 0) <= 0)
+            )
+            for k, q in req.scalar.items()
+        )
     )
 
 
@@ -284,6 +326,7 @@ class NodeResourcesFit:
         resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES,
         shape: Sequence[tuple[int, int]] = ((0, 10), (100, 0)),
         ignored_resources: Iterable[str] = (),
+        dra: ExtendedResourceClasses | None = None,
     ) -> None:
         if strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO):
             raise ValueError(f"NodeResourcesFitArgs.scoringStrategy.type: unknown {strategy!r}")
@@ -293,6 +336,7 @@ class NodeResourcesFit:
         self.resources = tuple(resources)
         self.shape = tuple(sorted(shape))
         self.ignored = frozenset(ignored_resources)
+        self.dra = dra
         # RequestedToCapacityRatio by utilisation percent (0..100), for score_batch.
         self._ratio_table = (
             np.array([self._ratio_of_utilization(u) for u in range(101)], dtype=np.int64)
@@ -321,7 +365,8 @@ class NodeResourcesFit:
             and not req.scalar
         ):
             return SUCCESS
-        bad = insufficient_amounts(req, alloc, used, num_pods, self.ignored)
+        delegated = delegated_resources(req, self.dra)
+        bad = insufficient_amounts(req, alloc, used, num_pods, self.ignored, delegated)
         if not bad:
             return SUCCESS
         code = (
@@ -353,7 +398,9 @@ class NodeResourcesFit:
         self, state: CycleState, pod: PodInfo, alloc: Resource, used: Resource, num_pods: int
     ) -> bool:
         """``filter_amounts(...).is_success()``, cheaper."""
-        return fits_amounts(pod.requests, alloc, used, num_pods, self.ignored)
+        req = pod.requests
+        delegated = delegated_resources(req, self.dra) if req.scalar else _NONE
+        return fits_amounts(req, alloc, used, num_pods, self.ignored, delegated)
 
     # ------------------------------------------------------------------ score
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
@@ -452,18 +499,35 @@ class NodeResourcesFit:
             # needs grew.
             if not isinstance(new, NodeRecord):
                 return QueueingHint.SKIP
-            if insufficient_resources(pod.requests, NodeInfo(new)):
+            delegated = delegated_resources(pod.requests, self.dra)
+            if insufficient_resources(pod.requests, NodeInfo(new), delegated=delegated):
                 return QueueingHint.SKIP
             if not isinstance(old, NodeRecord):
                 return QueueingHint.QUEUE
             return (
                 QueueingHint.QUEUE
-                if _requested_grew(pod.requests, old, new)
+                if _requested_grew(pod.requests, old, new, delegated)
                 else (QueueingHint.SKIP)
             )
+
+        def device_class_changed(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+            # Upstream's isSchedulableAfterDeviceClassEvent: a class that now backs an
+            # extended resource the pod asks for (by its name, when added, or by its
+            # extendedResourceName, when that is new).
+            name = getattr(new, "name", None)
+            ext = getattr(new, "extended_resource_name", None)
+            wanted = pod.requests.scalar
+            if old is not None:
+                if getattr(old, "extended_resource_name", None) == ext:
+                    return QueueingHint.SKIP
+            elif name is not None and f"{DEVICE_CLASS_PREFIX}{name}" in wanted:
+                return QueueingHint.QUEUE
+            return QueueingHint.QUEUE if ext is not None and ext in wanted else QueueingHint.SKIP
 
         return [
             EventRegistration(ClusterEvent("AssignedPod", "Delete"), pod_deleted),
             EventRegistration(ClusterEvent("Node", "Add"), node_changed),
             EventRegistration(ClusterEvent("Node", "Update"), node_changed),
+            EventRegistration(ClusterEvent("DeviceClass", "Add"), device_class_changed),
+            EventRegistration(ClusterEvent("DeviceClass", "Update"), device_class_changed),
         ]

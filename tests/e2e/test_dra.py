@@ -385,3 +385,80 @@ def test_a_shared_device_is_split_between_claims_by_capacity(
     _pod(kit, "c", {"resourceClaimName": "c"})
     kit.wait_failed_with("c", "cannot allocate all claims")
     assert kit.node_of("c") == ""
+
+
+def test_an_extended_resource_backed_by_devices_gets_a_claim_of_its_own(
+    kit: Kit, py_scheduler: Any, dra: tuple[k8s.CustomObjectsApi, list[tuple[str, str]]]
+) -> None:
+    api, _ = dra
+    driver = f"xr.{kit.ns}.example.com"
+    resource = f"{kit.ns}.example.com/gpu"
+    kit.nodes(1)  # a node without devices (and without the resource): never the answer
+    (gpu_node,) = kit.nodes(1)
+    klass = f"{kit.ns}-xr"
+    _cluster_object(
+        dra,
+        "deviceclasses",
+        {
+            "kind": "DeviceClass",
+            "metadata": {"name": klass},
+            "spec": {
+                "selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}],
+                "extendedResourceName": resource,
+            },
+        },
+    )
+    devices = [{"name": "gpu-0"}, {"name": "gpu-1"}]
+    _cluster_object(dra, "resourceslices", _slice(f"{kit.ns}-xr", driver, gpu_node, devices))
+
+    def wants(name: str, count: int, resource: str = resource) -> None:
+        body = pod_manifest(name, node_selector=kit.selector)
+        res = body["spec"]["containers"][0]["resources"]
+        res["requests"][resource] = str(count)
+        res["limits"] = {resource: str(count)}
+        kit.core.create_namespaced_pod(kit.ns, body)
+
+    # The pod asks for the extended resource no node's allocatable offers: the scheduler
+    # creates a claim for it (owned by the pod), allocates the node's device and names
+    # the claim in the pod's status.
+    wants("one", 1)
+    assert kit.wait_bound("one") == gpu_node
+    one = kit.pod("one")
+    assert one is not None
+    status = one["status"]["extendedResourceClaimStatus"]
+    name = status["resourceClaimName"]
+    assert name.startswith("one-extended-resources-")
+    claim = _read_claim(kit, api, name)
+    assert claim["metadata"]["annotations"] == {
+        "resource.kubernetes.io/extended-resource-claim": "true"
+    }
+    (owner,) = claim["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == (
+        "Pod",
+        one["metadata"]["uid"],
+        True,
+    )
+    (request,) = claim["spec"]["devices"]["requests"]
+    assert request["exactly"]["deviceClassName"] == klass
+    assert request["exactly"]["count"] == 1
+    results = claim["status"]["allocation"]["devices"]["results"]
+    assert [(r["request"], r["pool"]) for r in results] == [(request["name"], gpu_node)]
+    assert claim["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "one", "uid": one["metadata"]["uid"]}
+    ]
+    assert status["requestMappings"] == [
+        {"containerName": "app", "resourceName": resource, "requestName": request["name"]}
+    ]
+
+    # Two more by the class's own name: one device is left, so the pod waits until the
+    # first pod goes and its claim with it (kube-controller-manager's garbage collector).
+    wants("two", 2, f"deviceclass.resource.kubernetes.io/{klass}")
+    kit.wait_failed_with("two", "cannot allocate all claims")
+    assert kit.node_of("two") == ""
+    kit.delete("one", grace=0)
+    assert kit.wait_bound("two", timeout=90) == gpu_node
+    two = kit.pod("two")
+    assert two is not None
+    claim = _read_claim(kit, api, two["status"]["extendedResourceClaimStatus"]["resourceClaimName"])
+    devices_given = claim["status"]["allocation"]["devices"]["results"]
+    assert sorted(r["device"] for r in devices_given) == ["gpu-0", "gpu-1"]

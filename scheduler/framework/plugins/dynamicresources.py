@@ -22,8 +22,11 @@ Partitionable devices (shared counters, per-device node selection) are allocated
 upstream's; with binding conditions, PreBind waits until the claim's status says they are
 met (``bindingTimeout``), and a claim whose binding failed or timed out is available on no
 node (PostFilter deallocates it); consumable capacity: requests for part of a device's
-capacity, devices shared by several claims. Not built (upstream's alpha features and one
-GA): extended resources backed by devices, pod-group claims."""
+capacity, devices shared by several claims. Extended resources backed by devices: a pod
+asking for an extended resource that a DeviceClass backs gets, on a node whose allocatable
+does not offer it, a claim of its own (one request per container), created in PreBind and
+named in the pod's ``status.extendedResourceClaimStatus``. Not built (upstream's alpha and
+off-by-default features): pod-group claims, node allocatable resources."""
 
 from __future__ import annotations
 

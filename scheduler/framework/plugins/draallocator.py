@@ -336,6 +336,12 @@ def _admits(
     return True
 
 
+def class_admits(cls: DeviceClassInfo, d: Device, did: DeviceID, driver: str) -> bool:
+    """Whether the class's selectors admit the device (raises AllocationError, naming the
+    class, on a CEL error)."""
+    return _admits(cls.selectors, d, did, driver, cls)
+
+
 class _AttributeConstraint:
     """A claim constraint on one attribute of the devices of the requests it names (of all
     the claim's when it names none): each such device must have the attribute."""

@@ -82,9 +82,12 @@ from scheduler.framework.plugins.draallocator import (
     Search,
     allocations,
     chosen_requests,
+    class_admits,
+    device_on_node,
     find,
     gather_pools,
     parse_selector,
+    slice_on_node,
 )
 from scheduler.framework.plugins.helper import match_node_selector_terms
 from scheduler.framework.plugins.volumebinding import node_relabelled
@@ -150,6 +153,32 @@ class DraObjects:
     @property
     def backs_extended_resources(self) -> bool:
         return bool(self._by_resource)
+
+    def extended_devices(self, node: NodeRecord, resource: str) -> tuple[int, int]:
+        """For scoring an extended resource devices back on a node whose allocatable does
+        not offer it (upstream's calculateDRAResourceTotals): how many devices of the
+        backing class the node's slices have, and how many of them are in use (allocated,
+        being allocated, or shared). (0, 0) when no class backs it, or a selector fails."""
+        cls = self._by_resource.get(resource)
+        if cls is None:
+            return 0, 0
+        total = used = 0
+        try:
+            for s in self.candidates(node.name):
+                per_device = s.per_device_nodes
+                if not per_device and not slice_on_node(s, node):
+                    continue
+                for did, d in zip(s.ids, s.devices, strict=True):
+                    if per_device and not device_on_node(d, node):
+                        continue
+                    if not class_admits(cls, d, did, s.driver):
+                        continue
+                    total += 1
+                    if did in self._in_use or did in self._shares:
+                        used += 1
+        except AllocationError:
+            return 0, 0
+        return total, used
 
     def extended_claim(self, pod: PodInfo) -> ResourceClaimInfo | None:
         """The claim made for the pod's extended resources (annotated, its controller the

@@ -105,7 +105,7 @@ def build_framework(
         ),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),
-        BalancedAllocation(resources),
+        BalancedAllocation(resources, dra=dra_objects),
         ImageLocality(),
         SchedulingGates(),
         NodeDeclaredFeatures(),

@@ -18,6 +18,7 @@ from scheduler.framework.interface import MAX_NODE_SCORE, SUCCESS, CycleState, S
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.noderesources.fit import (
     DEFAULT_RESOURCES,
+    ExtendedResourceClasses,
     ResourceSpec,
     batch_columns,
     pod_amount,
@@ -72,8 +73,13 @@ def _balanced_score_columns(fractions: list[FloatArray], n: int) -> Int64Array:
 class BalancedAllocation:
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
 
-    def __init__(self, resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES) -> None:
+    def __init__(
+        self,
+        resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES,
+        dra: ExtendedResourceClasses | None = None,
+    ) -> None:
         self.resources = tuple(resources)
+        self.dra = dra  # extended resources backed by devices
 
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
@@ -87,7 +93,7 @@ class BalancedAllocation:
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
         # Upstream scores balance on the real requests (useRequested), not the non-zero ones.
         requested, allocated, allocatable = resource_vectors(
-            pod, node_info, self.resources, non_zero=False
+            pod, node_info, self.resources, non_zero=False, dra=self.dra
         )
         with_pod = balanced_score(requested, allocatable)
         without = balanced_score(allocated, allocatable)

@@ -64,6 +64,8 @@ class ExtendedResourceClasses(Protocol):
 
     def extended_class(self, resource: str) -> object | None: ...
 
+    def extended_devices(self, node: NodeRecord, resource: str) -> tuple[int, int]: ...
+
 
 _NONE: frozenset[str] = frozenset()
 
@@ -242,10 +244,17 @@ def pod_amount(pod: PodInfo, resource: str, *, non_zero: bool) -> int:
 
 
 def resource_vectors(
-    pod: PodInfo, ni: NodeInfo, resources: Sequence[ResourceSpec], *, non_zero: bool = True
+    pod: PodInfo,
+    ni: NodeInfo,
+    resources: Sequence[ResourceSpec],
+    *,
+    non_zero: bool = True,
+    dra: ExtendedResourceClasses | None = None,
 ) -> tuple[list[int], list[int], list[int]]:
     """(requested-with-pod, allocated, allocatable) per resource; an extended resource the
-    pod does not request, or one the node lacks, is left at zero (skipped by scorers)."""
+    pod does not request, or one the node lacks, is left at zero (skipped by scorers). With
+    ``dra``, an extended resource a DeviceClass backs counts, on a node whose allocatable
+    does not offer it, the node's devices of the class and those in use (upstream's)."""
     requested = [0] * len(resources)
     allocated = [0] * len(resources)
     allocatable = [0] * len(resources)
@@ -254,6 +263,14 @@ def resource_vectors(
         if want == 0 and spec.name not in ("cpu", "memory", "ephemeral-storage"):
             continue
         cap, used = _node_amounts(ni, spec.name, non_zero=non_zero)
+        if (
+            cap == 0
+            and dra is not None
+            and ni.node is not None
+            and spec.name not in _STANDARD
+            and dra.backs_extended_resources
+        ):
+            cap, used = dra.extended_devices(ni.node, spec.name)
         if cap == 0:
             continue
         allocatable[i] = cap
@@ -404,7 +421,7 @@ class NodeResourcesFit:
 
     # ------------------------------------------------------------------ score
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
-        requested, _, allocatable = resource_vectors(pod, node_info, self.resources)
+        requested, _, allocatable = resource_vectors(pod, node_info, self.resources, dra=self.dra)
         ratio = self.strategy == REQUESTED_TO_CAPACITY_RATIO
         total = weights = 0
         for i, spec in enumerate(self.resources):

@@ -22,12 +22,13 @@ from scheduler.draapi import (
     device_class_from_dict,
     resource_claim_from_dict,
 )
-from scheduler.framework.interface import QueueingHint
+from scheduler.framework.interface import CycleState, QueueingHint
 from scheduler.framework.plugins.dynamicresources import _extended_claim_for
-from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit
+from scheduler.framework.plugins.noderesources.balanced_allocation import BalancedAllocation
+from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit, ResourceSpec
 from scheduler.schedule_one import SchedulerCore, binding_step_outcome
 from scheduler.simulate import simulate
-from scheduler.types import ContainerExtendedRequest, pod_from_dict
+from scheduler.types import ContainerExtendedRequest, NodeInfo, pod_from_dict
 from tests.builders import make_node, make_pod
 from tests.unit.fakes import RecordingBinder
 from tests.unit.framework.plugins.test_dynamicresources import (
@@ -384,3 +385,35 @@ def test_simulate_gives_pods_devices_for_their_extended_resources() -> None:
 def test_pod_parsing_keeps_the_requests_of_a_pod_from_the_api() -> None:
     obj = gpu_pod("p").obj()
     assert pod_from_dict(obj).extended_requests == _entries((0, "c", False, GPU, 1, 1))
+
+
+def test_a_scoring_strategy_that_names_the_resource_counts_the_node_s_devices() -> None:
+    core, _ = _core(
+        backed_class(),
+        slice_("n1-gpus", dev("gpu-0"), dev("gpu-1"), node="n1"),
+        slice_("n2-gpus", dev("gpu-0"), dev("gpu-1"), node="n2"),
+    )
+    pinned = gpu_pod("p").spec_field("nodeSelector", {"kubernetes.io/hostname": "n2"})
+    assert _one(core, pinned).node == "n2"  # one of n2's devices in flight
+    n1, n2 = (
+        NodeInfo(make_node(n).alloc(cpu="4", memory="8Gi", pods=110).record()) for n in ("n1", "n2")
+    )
+    assert n2.node is not None
+    assert core.dra.extended_devices(n2.node, GPU) == (2, 1)
+    assert core.dra.extended_devices(n2.node, "example.com/other") == (0, 0)
+    pod = gpu_pod("q").info()
+    most = NodeResourcesFit(
+        strategy="MostAllocated", resources=(ResourceSpec(GPU, 1),), dra=core.dra
+    )
+    state = CycleState()
+    assert (most.score(state, pod, n1), most.score(state, pod, n2)) == (50, 100)
+    # Balance over cpu (1 of 4) and the devices (1 of 2 on n1): the devices count.
+    both = (ResourceSpec("cpu", 1), ResourceSpec(GPU, 1))
+    balanced = BalancedAllocation(both, dra=core.dra)
+    assert (balanced.score(state, pod, n1), BalancedAllocation(both).score(state, pod, n1)) == (
+        68,
+        75,
+    )
+    # Without the classes (as before), a resource no allocatable offers is not scored.
+    blind = NodeResourcesFit(strategy="MostAllocated", resources=(ResourceSpec(GPU, 1),))
+    assert (blind.score(state, pod, n1), blind.score(state, pod, n2)) == (0, 0)

@@ -351,6 +351,29 @@ class Metrics:
             buckets=tuple(0.01 * 2**i for i in range(20)),
             registry=r,
         )
+        # DynamicResources (upstream registers these with their feature gates, on in 1.37).
+        self.resourceclaim_creates = Counter(
+            "dynamic_resource_allocation_resourceclaim_creates_total",
+            "Number of ResourceClaims creation requests, categorized by creation status, "
+            "admin access, and owning API group and kind (the scheduler creates claims for "
+            "pods' extended resources backed by devices).",
+            ["status", "admin_access", "owner_api_group", "owner_api_kind"],
+            registry=r,
+        )
+        self.dra_binding_allocations = Counter(
+            "scheduler_dra_bindingconditions_allocations_total",
+            "Number of allocations using devices with BindingConditions, counted per driver "
+            "per scheduling attempt.",
+            ["profile", "driver", "status"],
+            registry=r,
+        )
+        self.dra_binding_wait_seconds = Histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds",
+            "Time in seconds spent waiting for BindingConditions to be satisfied during PreBind.",
+            ["profile", "driver", "status"],
+            buckets=tuple(0.1 * 2**i for i in range(14)),
+            registry=r,
+        )
         self.scheduled_after_flush = Counter(
             "scheduler_pod_scheduled_after_flush",
             "Number of pods that were successfully scheduled after being flushed from the "
@@ -385,6 +408,23 @@ class Metrics:
 
     def permit_wait(self, result: str, seconds: float) -> None:
         self.child(self.permit_wait_seconds, result).observe(seconds)
+
+    def resource_claim_created(self, ok: bool) -> None:
+        status = "success" if ok else "failure"
+        self.child(self.resourceclaim_creates, status, "false", "", "Pod").inc()
+
+    def binding_conditions(
+        self,
+        profile: str,
+        status: str,
+        seconds: float,
+        drivers: Sequence[str],
+        conditioned: Sequence[str],
+    ) -> None:
+        for driver in drivers:
+            self.child(self.dra_binding_wait_seconds, profile, driver, status).observe(seconds)
+        for driver in conditioned:
+            self.child(self.dra_binding_allocations, profile, driver, status).inc()
 
     def set_inflight_events(self, per_event: Mapping[str, int]) -> None:
         """Events kept for pods in flight, by event; events no longer kept read 0."""

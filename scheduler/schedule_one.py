@@ -300,6 +300,17 @@ class CycleObserver(Protocol):
 
     def permit_wait(self, result: str, seconds: float) -> None: ...
 
+    def resource_claim_created(self, ok: bool) -> None: ...
+
+    def binding_conditions(
+        self,
+        profile: str,
+        status: str,
+        seconds: float,
+        drivers: Sequence[str],
+        conditioned: Sequence[str],
+    ) -> None: ...
+
 
 # Upstream's pluginMetricsSamplePercent: plugin durations are recorded in 10% of cycles.
 PLUGIN_METRICS_SAMPLE_PERCENT = 10
@@ -450,6 +461,7 @@ class SchedulerCore:
                 volumes=self.volumes,
                 dra=self.dra,
                 now=self.clock.now,
+                metrics=self.observer,
             )
             ev.fast_dry_run = self.vectorized
             if self.extenders:

@@ -210,6 +210,8 @@ CLUSTER_RULES = {
     ("", "persistentvolumes", "patch", ANY),  # VolumeBinding's claimRef
     ("", "persistentvolumeclaims", "patch", ANY),  # ... and selected-node
     ("resource.k8s.io", "resourceclaims", "patch", ANY),  # DynamicResources' finalizer
+    ("resource.k8s.io", "resourceclaims", "create", ANY),  # a pod's extended resources' claim
+    ("resource.k8s.io", "resourceclaims", "delete", ANY),  # ... deleted after a failure
     ("resource.k8s.io", "resourceclaims/status", "patch", ANY),  # ... allocation, reservedFor
     ("events.k8s.io", "events", "create", ANY),  # Scheduled, FailedScheduling, Preempted
     ("events.k8s.io", "events", "patch", ANY),  # event series
@@ -336,7 +338,9 @@ CAN_I = [
     ("patch", "resourceclaims.resource.k8s.io", "", "c", "default", True),
     ("patch", "resourceclaims.resource.k8s.io", "status", "c", "default", True),
     ("update", "resourceclaims.resource.k8s.io", "", "c", "default", False),
-    ("delete", "resourceclaims.resource.k8s.io", "", "c", "default", False),
+    ("delete", "resourceclaims.resource.k8s.io", "", "c", "default", True),
+    ("create", "resourceclaims.resource.k8s.io", "", "", "default", True),
+    ("deletecollection", "resourceclaims.resource.k8s.io", "", "", "default", False),
     ("list", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("watch", "priorityclasses.scheduling.k8s.io", "", "", "", True),
     ("delete", "priorityclasses.scheduling.k8s.io", "", "x", "", False),

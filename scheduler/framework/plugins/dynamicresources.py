@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.draapi import (
@@ -530,6 +530,15 @@ def _generated_name(base: str) -> str:
     return base[:58] + "".join(secrets.choice(_NAME_SUFFIX) for _ in range(5))
 
 
+def _binding_outcome(error: str) -> str:
+    """The metrics' status label of a failed wait for binding conditions."""
+    if error.startswith("device binding failed"):
+        return "failure"
+    if error.startswith("device binding timeout"):
+        return "timeout"
+    return "error"
+
+
 def _bound_claims(st: _State) -> tuple[ResourceClaimInfo, ...]:
     """The pod's claims PreBind reserved: its own, and the one created for its extended
     resources."""
@@ -542,6 +551,22 @@ def _consumer(pod: PodInfo) -> Consumer:
 
 def _reserved_for(claim: ResourceClaimInfo, pod: PodInfo) -> bool:
     return any(c.uid == pod.uid for c in claim.reserved_for)
+
+
+class DraMetrics(Protocol):
+    """Where DynamicResources' metrics go (the live scheduler's Prometheus metrics):
+    upstream's resourceclaim_creates_total and the binding conditions' two."""
+
+    def resource_claim_created(self, ok: bool) -> None: ...
+
+    def binding_conditions(
+        self,
+        profile: str,
+        status: str,
+        seconds: float,
+        drivers: Sequence[str],
+        conditioned: Sequence[str],
+    ) -> None: ...
 
 
 class DynamicResources:
@@ -559,8 +584,12 @@ class DynamicResources:
         poll_interval: float = 5.0,
         sleep: Callable[[float], Any] = asyncio.sleep,
         now: Callable[[], float] = time.time,
+        metrics: DraMetrics | None = None,
+        profile: str = "",
     ) -> None:
         self.objects = objects
+        self.metrics = metrics
+        self.profile = profile
         self.client = client
         self.filter_timeout = filter_timeout
         self.binding_timeout = binding_timeout
@@ -1099,9 +1128,12 @@ class DynamicResources:
                 )
                 created = resource_claim_from_dict(answer)
             except Exception as e:
-                return (
-                    f"create claim for extended resources of pod {pod.key}: {e or type(e).__name__}"
-                )
+                if self.metrics is not None:
+                    self.metrics.resource_claim_created(False)
+                why = e or type(e).__name__
+                return f"create claim for extended resources of pod {pod.key}: {why}"
+            if self.metrics is not None:
+                self.metrics.resource_claim_created(True)
         st.ext_created = created
         self.objects.move(memory.key, created.key)
         error = await self._bind_claim(created, allocated, pod)
@@ -1200,18 +1232,43 @@ class DynamicResources:
                 f"waiting for binding conditions for device on node {node_name}",
             )
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.binding_timeout
-        while True:
-            ready, error = self._pod_ready(st)
-            if error:
-                return Status.error(error, plugin=self.name)
-            if ready:
-                return SUCCESS
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                msg = "device binding timeout: context deadline exceeded"
-                return Status.error(msg, plugin=self.name)
-            await self.sleep(min(self.poll_interval, remaining))
+        started = loop.time()
+        deadline = started + self.binding_timeout
+        outcome = "error"
+        try:
+            while True:
+                ready, error = self._pod_ready(st)
+                if error:
+                    outcome = _binding_outcome(error)
+                    return Status.error(error, plugin=self.name)
+                if ready:
+                    outcome = "success"
+                    return SUCCESS
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    outcome = "timeout"
+                    msg = "device binding timeout: context deadline exceeded"
+                    return Status.error(msg, plugin=self.name)
+                await self.sleep(min(self.poll_interval, remaining))
+        finally:
+            if self.metrics is not None:
+                self._binding_metrics(st, outcome, loop.time() - started)
+
+    def _binding_metrics(self, st: _State, outcome: str, seconds: float) -> None:
+        """Upstream's: the wait's duration for every allocated device's driver, and one
+        allocation with binding conditions per such device's driver, by the outcome."""
+        assert self.metrics is not None
+        drivers: list[str] = []
+        conditioned: list[str] = []
+        for claim in _bound_claims(st):
+            current = self.objects.claim(claim.key) or claim
+            if current.allocation is None:
+                continue
+            for r in current.allocation.raw.get("devices", {}).get("results", ()):
+                drivers.append(str(r.get("driver") or ""))
+                if r.get("bindingConditions"):
+                    conditioned.append(str(r.get("driver") or ""))
+        self.metrics.binding_conditions(self.profile, outcome, seconds, drivers, conditioned)
 
     async def _bind_claim(
         self, claim: ResourceClaimInfo, allocated: Allocated | None, pod: PodInfo
@@ -1334,4 +1391,4 @@ class DynamicResources:
         ]
 
 
-__all__ = ["NAME", "DraObjects", "DynamicResources"]
+__all__ = ["NAME", "DraMetrics", "DraObjects", "DynamicResources"]

@@ -12,7 +12,7 @@ from scheduler.backend.queue.nominator import Nominator
 from scheduler.config import SchedulerConfig
 from scheduler.framework.outoftree import guard, instantiate
 from scheduler.framework.plugins.defaultpreemption import DefaultPreemption
-from scheduler.framework.plugins.dynamicresources import DraObjects, DynamicResources
+from scheduler.framework.plugins.dynamicresources import DraMetrics, DraObjects, DynamicResources
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.imagelocality import ImageLocality
 from scheduler.framework.plugins.interpodaffinity import InterPodAffinity
@@ -61,6 +61,7 @@ def build_framework(
     volumes: VolumeObjects | None = None,
     dra: DraObjects | None = None,
     now: Callable[[], float] = time.time,
+    metrics: DraMetrics | None = None,
 ) -> tuple[Framework, Evaluator]:
     """``config``: one profile. ``waiting_pods`` (the pods held at Permit) and
     ``pods_in_pre_bind`` (those whose async PreBind is under way): maps that upstream's
@@ -102,6 +103,8 @@ def build_framework(
             binding_timeout=config.dynamic_resources.binding_timeout_seconds,
             events=event_recorder,
             now=now,
+            metrics=metrics,
+            profile=config.scheduler_name,
         ),
         PodTopologySpread(selectors=selectors),
         InterPodAffinity(namespace_labels=namespace_labels),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.draapi import resource_claim_from_dict, resource_slice_from_dict
+from scheduler.metrics import Metrics
 from scheduler.schedule_one import binding_step_outcome
 from scheduler.types import ParseError
 from tests.unit.framework.plugins.test_dynamicresources import (
@@ -76,10 +77,15 @@ def test_pre_bind_waits_until_the_binding_conditions_are_true() -> None:
         core.on_dra_object_set(resource_claim_from_dict(_reported(client, "c1", attached=attached)))
 
     plugin.sleep = controller
+    plugin.metrics = metrics = Metrics()
     r = _one(core, with_claims("p", "c1"))
     assert r.outcome == "assumed"
     assert _binding(core, binder, "default/p") is None
     assert polls == [5.0, 5.0]  # upstream's 5 s between checks
+    # Upstream's metrics: one allocation with binding conditions, and the wait, by driver.
+    success = ("py-scheduler", DRIVER, "success")
+    assert metrics.dra_binding_allocations.labels(*success).value == 1
+    assert sum(metrics.dra_binding_wait_seconds.labels(*success).counts) == 1
     allocation = client.calls[-1][2]["status"]["allocation"]
     (result,) = allocation["devices"]["results"]
     assert result["bindingConditions"] == ["attached"]
@@ -103,6 +109,7 @@ def test_a_failure_condition_fails_the_binding_and_the_claim_is_deallocated_next
         core.on_dra_object_set(resource_claim_from_dict(reported))
 
     plugin.sleep = controller
+    plugin.metrics = metrics = Metrics()
     assert _one(core, with_claims("p", "c1")).outcome == "assumed"
     failed = _binding(core, binder, "default/p")
     assert failed is not None
@@ -110,6 +117,7 @@ def test_a_failure_condition_fails_the_binding_and_the_claim_is_deallocated_next
         "running PreBind plugin DynamicResources: device binding failed: claim=c1, "
         'reason=attach-failed-reason, message="attach-failed said so"'
     )
+    assert metrics.dra_binding_allocations.labels("py-scheduler", DRIVER, "failure").value == 1
     core.on_bind_result("default/p", binding_step_outcome(failed), failed.message())
     # The claim stays allocated (the API server has it), its binding failed: available on
     # no node, and PostFilter asks for its deallocation.

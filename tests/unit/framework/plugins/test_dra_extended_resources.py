@@ -26,6 +26,7 @@ from scheduler.framework.interface import CycleState, QueueingHint
 from scheduler.framework.plugins.dynamicresources import _extended_claim_for
 from scheduler.framework.plugins.noderesources.balanced_allocation import BalancedAllocation
 from scheduler.framework.plugins.noderesources.fit import NodeResourcesFit, ResourceSpec
+from scheduler.metrics import Metrics
 from scheduler.schedule_one import SchedulerCore, binding_step_outcome
 from scheduler.simulate import simulate
 from scheduler.types import ContainerExtendedRequest, NodeInfo, pod_from_dict
@@ -197,9 +198,12 @@ def test_init_containers_share_one_request_the_size_of_the_largest_need() -> Non
 def test_a_pod_gets_devices_for_an_extended_resource_on_a_node_without_it() -> None:
     api = FakeApi()
     core, binder = _core(*TWO_GPUS_ON_N2, client=api)  # type: ignore[arg-type]
+    _plugin(core).metrics = metrics = Metrics()
     r = _one(core, gpu_pod("p", 2))
     assert (r.outcome, r.node, r.feasible_nodes) == ("assumed", "n2", 1)
     assert _bind_settled(core, binder, "default/p") is None
+    created = metrics.resourceclaim_creates.labels("success", "false", "", "Pod")
+    assert created.value == 1
     (create, status, pod_status) = api.calls
     assert create[:2] == ("POST", API)
     meta = create[2]["metadata"]
@@ -417,3 +421,27 @@ def test_a_scoring_strategy_that_names_the_resource_counts_the_node_s_devices() 
     # Without the classes (as before), a resource no allocatable offers is not scored.
     blind = NodeResourcesFit(strategy="MostAllocated", resources=(ResourceSpec(GPU, 1),))
     assert (blind.score(state, pod, n1), blind.score(state, pod, n2)) == (0, 0)
+
+
+def test_a_claim_the_api_server_refuses_fails_the_binding_and_is_counted() -> None:
+    api = FakeApi()
+    api.fail[("POST", API)] = RuntimeError("quota exceeded")
+    core, binder = _core(*TWO_GPUS_ON_N2, client=api)  # type: ignore[arg-type]
+    _plugin(core).metrics = metrics = Metrics()
+    assert _one(core, gpu_pod("p", 2)).node == "n2"
+    failed = _bind_settled(core, binder, "default/p")
+    assert failed is not None
+    assert failed.message() == (
+        "running PreBind plugin DynamicResources: create claim for extended resources of pod "
+        "default/p: quota exceeded"
+    )
+    assert metrics.resourceclaim_creates.labels("failure", "false", "", "Pod").value == 1
+
+    async def unreserve() -> None:
+        core.on_bind_result("default/p", binding_step_outcome(failed), failed.message())
+        await asyncio.gather(*_plugin(core)._tasks)
+
+    asyncio.run(unreserve())
+    assert [c[0] for c in api.calls] == ["POST"]  # nothing was created: nothing to delete
+    assert not core.dra.in_flight
+    assert _one(core, gpu_pod("q", 2)).node == "n2"  # the devices are free again

@@ -421,6 +421,9 @@ def test_an_extended_resource_backed_by_devices_gets_a_claim_of_its_own(
     # The pod asks for the extended resource no node's allocatable offers: the scheduler
     # creates a claim for it (owned by the pod), allocates the node's device and names
     # the claim in the pod's status.
+    creates = "dynamic_resource_allocation_resourceclaim_creates_total"
+    created = {"status": "success", "owner_api_kind": "Pod"}
+    before = py_scheduler.metric(creates, created)
     wants("one", 1)
     assert kit.wait_bound("one") == gpu_node
     one = kit.pod("one")
@@ -449,6 +452,7 @@ def test_an_extended_resource_backed_by_devices_gets_a_claim_of_its_own(
     assert status["requestMappings"] == [
         {"containerName": "app", "resourceName": resource, "requestName": request["name"]}
     ]
+    assert py_scheduler.metric(creates, created) == before + 1
 
     # Two more by the class's own name: one device is left, so the pod waits until the
     # first pod goes and its claim with it (kube-controller-manager's garbage collector).

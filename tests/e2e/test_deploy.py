@@ -182,6 +182,8 @@ def test_manifests_and_examples_pass_a_server_side_dry_run(
         str(EXAMPLES / "pdb.yaml"),
         "-f",
         str(EXAMPLES / "dra.yaml"),
+        "-f",
+        str(EXAMPLES / "extended-resource.yaml"),
     ).stdout
     for ref in (
         "priorityclass.scheduling.k8s.io/high-priority",
@@ -193,6 +195,9 @@ def test_manifests_and_examples_pass_a_server_side_dry_run(
         "resourceslice.resource.k8s.io/kwok-node-1-gpus",
         "resourceclaimtemplate.resource.k8s.io/half-gpu",
         "deployment.apps/trainer",
+        "deviceclass.resource.k8s.io/example-fpga",
+        "resourceslice.resource.k8s.io/kwok-node-2-fpgas",
+        "deployment.apps/inference",
     ):
         assert any(line.startswith(ref + " ") for line in out.splitlines()), (ref, out)
 

@@ -65,7 +65,14 @@ _INT_COLUMNS = (
     "nz_mem",
     "num_pods",
 )
-_BOOL_COLUMNS = ("exact", "unschedulable", "hard_taints", "prefer_taints", "has_images")
+_BOOL_COLUMNS = (
+    "exact",
+    "unschedulable",
+    "hard_taints",
+    "prefer_taints",
+    "has_images",
+    "extended_alloc",
+)
 _ZERO_INTS = (0,) * len(_INT_COLUMNS)
 
 
@@ -93,7 +100,8 @@ def _row(ni: NodeInfo) -> tuple[tuple[int, ...], tuple[bool, ...]]:
             prefer = True
         elif t.effect in _HARD_EFFECTS:
             hard = True
-    flags = (exact, node.unschedulable, hard, prefer, bool(node.images))
+    extended = any(v > 0 and "/" in k for k, v in alloc.scalar.items()) if alloc.scalar else False
+    flags = (exact, node.unschedulable, hard, prefer, bool(node.images), extended)
     return (ints if exact else _ZERO_INTS), flags
 
 
@@ -203,6 +211,7 @@ class NodeArrays:
     hard_taints: BoolArray  # any NoSchedule or NoExecute taint
     prefer_taints: BoolArray  # any PreferNoSchedule taint
     has_images: BoolArray
+    extended_alloc: BoolArray  # allocatable offers some extended resource (a name with "/")
 
     def __init__(self, infos: Iterable[NodeInfo]) -> None:
         rows = [_row(ni) for ni in infos]

@@ -395,9 +395,15 @@ class NodeResourcesFit:
 
     def filter_batch(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> BoolArray | None:
         """True where ``filter``'s fast path admits the pod: a pod slot free and the cpu,
-        memory and ephemeral-storage requests within what is left (no extended request)."""
+        memory and ephemeral-storage requests within what is left (no extended request, or
+        only extended resources devices back, on a node whose allocatable offers none)."""
         req = pod.requests
-        if req.scalar or not all(
+        delegated = _NONE
+        if req.scalar:
+            delegated = delegated_resources(req, self.dra)
+            if not delegated or any(q and n not in delegated for n, q in req.scalar.items()):
+                return None
+        if not all(
             0 <= v < EXACT_LIMIT for v in (req.milli_cpu, req.memory, req.ephemeral_storage)
         ):
             return None
@@ -409,6 +415,8 @@ class NodeResourcesFit:
             & (a.alloc_mem - a.req_mem >= req.memory)
             & (a.alloc_eph - a.req_eph >= req.ephemeral_storage)
         )
+        if delegated:
+            mask &= ~a.extended_alloc
         return mask
 
     def fits_amounts(

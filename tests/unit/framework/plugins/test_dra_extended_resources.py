@@ -13,6 +13,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue import UNSCHEDULABLE_Q
 from scheduler.config import SchedulerConfig
 from scheduler.decode import Document
@@ -445,3 +446,30 @@ def test_a_claim_the_api_server_refuses_fails_the_binding_and_is_counted() -> No
     assert [c[0] for c in api.calls] == ["POST"]  # nothing was created: nothing to delete
     assert not core.dra.in_flight
     assert _one(core, gpu_pod("q", 2)).node == "n2"  # the devices are free again
+
+
+def test_node_resources_fit_s_bulk_filter_agrees_with_its_node_filter() -> None:
+    core, _ = _core(*TWO_GPUS_ON_N2)
+    nodes = [
+        make_node("plain").alloc(cpu="4", memory="8Gi", pods=110),
+        make_node("offers").alloc(cpu="4", memory="8Gi", pods=110, **{GPU: "1"}),
+        make_node("offers-none").alloc(cpu="4", memory="8Gi", pods=110, **{GPU: "0"}),
+        make_node("other").alloc(cpu="4", memory="8Gi", pods=110, **{"example.com/nic": "2"}),
+        make_node("small").alloc(cpu="500m", memory="8Gi", pods=110),
+    ]
+    snap = Snapshot.from_node_infos([NodeInfo(n.record()) for n in nodes])
+    fit = NodeResourcesFit(dra=core.dra)
+    for pod in (gpu_pod("one").info(), gpu_pod("two", 2).info()):
+        mask = fit.filter_batch(CycleState(), pod, snap)
+        assert mask is not None
+        one_by_one = [fit.filter(CycleState(), pod, ni).is_success() for ni in snap.node_info_list]
+        # Where the mask admits, the node filter does; nodes that offer an extended
+        # resource are left to it (offers: 1 of 1 for "one", too few for "two").
+        assert all(one_by_one[i] for i, m in enumerate(mask.tolist()) if m)
+        assert mask.tolist() == [True, False, True, False, False]
+        assert one_by_one == [True, pod.name == "one", True, True, False]
+    # A resource no class backs: no bulk answer (as before).
+    assert (
+        fit.filter_batch(CycleState(), gpu_pod("x", resource="example.com/nic").info(), snap)
+        is None
+    )

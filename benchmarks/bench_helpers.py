@@ -488,20 +488,20 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             def get(scenario: str, sched: str) -> Mapping[str, Any] | None:
                 return summarize_repeats(each(scenario, sched))
 
-            for scenario in ("throughput", "deployments", "dra"):
+            for scenario in ("throughput", "deployments", "dra", "dra-extended"):
                 tk, tp = get(scenario, KUBE), get(scenario, PY)
                 if tk is None and tp is None:
                     continue
                 what = "" if scenario == "throughput" else f" ({scenario})"
                 of = _repeats_note(tk, tp)
-                if scenario == "dra":
+                if scenario in ("dra", "dra-extended"):
                     # Correctness: a device is never given to two claims.
                     for sched, dra_run in ((PY, tp), (KUBE, tk)):
                         claims = (dra_run or {}).get("allocated_claims") or {}
                         most = claims.get("max_claims_per_device")
                         if most is not None:
                             add(
-                                f"claims per device (dra), {sched}",
+                                f"claims per device ({scenario}), {sched}",
                                 size,
                                 mode,
                                 float(most),
@@ -593,7 +593,7 @@ def compute_ratios(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                     }
                 )
             # Correctness: no node may end up with more requested cpu than it has.
-            for scenario in ("throughput", "deployments", "preemption", "dra"):
+            for scenario in ("throughput", "deployments", "preemption", "dra", "dra-extended"):
                 ok, op_ = get(scenario, KUBE), get(scenario, PY)
                 oc_py = None if op_ is None else op_.get("overcommitted_nodes")
                 oc_kube = None if ok is None else ok.get("overcommitted_nodes")
@@ -911,6 +911,13 @@ def render_markdown(results: Mapping[str, Any]) -> str:
             "device per pod and write the claim (finalizer, allocation, reservation) before "
             "the Binding. pods/s and CPU ms/pod from the first bind to the last, as the "
             "throughput backlog's.",
+        ),
+        "dra-extended": (
+            "## Dynamic resource allocation: extended resources backed by devices",
+            "The same backlog and devices, behind an extended resource (a DeviceClass's "
+            "extendedResourceName): every pod asks for one (requests and limits, no claim); "
+            "both schedulers create a claim per pod, allocate a device and write it, and "
+            "write the pod's status.extendedResourceClaimStatus before the Binding.",
         ),
     }
     for scenario, (title, text) in intro.items():

@@ -55,6 +55,9 @@ or made anew for every run with --fresh-nodes), measures:
    pod has a ResourceClaim of its own for one device (a DeviceClass with a CEL selector);
    both schedulers allocate and write the claims. Also recorded: how many claims ended
    allocated and the most claims one device was given (1, or a double allocation).
+   dra-extended (likewise): the same devices behind an extended resource (a DeviceClass's
+   extendedResourceName); every pod asks for one (requests and limits, no claim), and each
+   scheduler creates a claim per pod, allocates it, and writes the pod's status.
 
 Each scenario runs with both schedulers at their shipped client QPS/burst defaults (50/100)
 and with an equal unthrottled client (5000/5000); the throughput scenario also with a
@@ -75,7 +78,8 @@ so that one report holds both.
 
 Usage:
     python benchmarks/cluster_bench.py [--size small|large|xl|both|all|LIST] [--out DIR]
-        [--scenarios throughput,deployments,preemption,dra] [--modes defaults,equal,backlog]
+        [--scenarios throughput,deployments,preemption,dra,dra-extended]
+        [--modes defaults,equal,backlog]
         [--schedulers kube,py] [--repeat N] [--paced-repeat N] [--unthrottled-repeat N]
         [--core-json FILE] [--profile auto|off] [--wait-quiet LOAD] [--kube-args FLAGS]
         [--scheduler-cpus CORES [--limit-main-only]] [--py-config FIELD=VALUE ...]
@@ -171,6 +175,9 @@ SIZE_GROUPS = {"both": ("small", "large"), "all": ("small", "large", "xl")}
 DRA_DEVICES = 16
 DRA_DRIVER = "gpu.bench.example.com"
 DRA_CLASS = "bench-gpu"
+DRA_EXTENDED_CLASS = "bench-gpu-extended"
+DRA_EXTENDED = "gpu.bench.example.com/gpu"
+DRA_SCENARIOS = ("dra", "dra-extended")
 DRA_SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 # The deployments scenario: Deployments of this many replicas, in these PriorityClasses.
 DEPLOYMENT_REPLICAS = 50
@@ -1580,7 +1587,10 @@ class Bench:
         a ResourceSlice of ``DRA_DEVICES`` devices, every pod has a ResourceClaim of its own
         for one device of a DeviceClass whose CEL selector reads the driver and an
         attribute; the scheduler allocates a device for each pod and writes its claim
-        (finalizer, allocation, reservation) before the Binding."""
+        (finalizer, allocation, reservation) before the Binding. ``scenario``
+        "dra-extended": the same devices behind the extended resource ``DRA_EXTENDED``,
+        which every pod asks for instead of a claim; the scheduler creates each pod's claim
+        (then writes it as above, and the pod's status)."""
         mode = "backlog"
         run_id, run_dir = self._new_run(scenario, size, mode, which)
         nodes, pods = size.nodes, size.pods
@@ -1615,6 +1625,13 @@ class Bench:
                 body["spec"]["resourceClaims"] = [
                     {"name": "gpu", "resourceClaimName": f"c-{i:05d}"}
                 ]
+        elif scenario == "dra-extended":
+            self.dra_objects(ns, node_names, 0, extended=True)
+            record["devices_per_node"] = DRA_DEVICES
+            for body in bodies:
+                res = body["spec"]["containers"][0]["resources"]
+                res["requests"][DRA_EXTENDED] = "1"
+                res["limits"] = {**res.get("limits", {}), DRA_EXTENDED: "1"}
         try:
             sent, _ = self.create_pods(ns, bodies)
             created = time.time()
@@ -1661,10 +1678,10 @@ class Bench:
             watch_errors=watch.errors[:5],
             log=str(proc.log_path),
         )
-        if scenario == "dra":
+        if scenario in DRA_SCENARIOS:
             record["allocated_claims"] = self.allocated_claims(ns)
         self.drop_namespace(ns)
-        if scenario == "dra":
+        if scenario in DRA_SCENARIOS:
             self._delete_all(DRA_SLICES, 300, labelSelector=f"bench={BENCH_LABEL}")
         log(
             f"{run_id}: {record['bound']}/{pods} bound, first bind {record['first_bind_seconds']}"
@@ -1674,20 +1691,29 @@ class Bench:
         )
         return record
 
-    def dra_objects(self, ns: str, nodes: Sequence[str], claims: int) -> None:
-        """The dra scenario's DeviceClass (kept), a ResourceSlice per node and a claim per
-        pod (made before the run: not measured)."""
+    def dra_objects(
+        self, ns: str, nodes: Sequence[str], claims: int, *, extended: bool = False
+    ) -> None:
+        """The dra scenarios' DeviceClass (kept; ``extended``: the one that backs the
+        extended resource), a ResourceSlice per node and a claim per pod (made before the
+        run: not measured)."""
         selector = (
             f'device.driver == "{DRA_DRIVER}" && device.attributes["{DRA_DRIVER}"].model == "a100"'
         )
+        spec: dict[str, Any] = {"selectors": [{"cel": {"expression": selector}}]}
+        if extended:
+            spec["extendedResourceName"] = DRA_EXTENDED
         self.client.request(
             "POST",
             "/apis/resource.k8s.io/v1/deviceclasses",
             {
                 "apiVersion": "resource.k8s.io/v1",
                 "kind": "DeviceClass",
-                "metadata": {"name": DRA_CLASS, "labels": {"bench": BENCH_LABEL}},
-                "spec": {"selectors": [{"cel": {"expression": selector}}]},
+                "metadata": {
+                    "name": DRA_EXTENDED_CLASS if extended else DRA_CLASS,
+                    "labels": {"bench": BENCH_LABEL},
+                },
+                "spec": spec,
             },
             allow=(409,),
         )
@@ -2127,9 +2153,9 @@ class Bench:
             for size in sizes:
                 for k, mode in enumerate(modes):
                     for scenario in scenarios:
-                        if mode == "backlog" and scenario not in ("throughput", "dra"):
+                        if mode == "backlog" and scenario not in ("throughput", *DRA_SCENARIOS):
                             continue  # a backlog is the throughput and dra scenarios'
-                        if scenario == "dra" and mode != "backlog":
+                        if scenario in DRA_SCENARIOS and mode != "backlog":
                             continue  # dra runs as a backlog only
                         repeats = repeats_of(
                             mode, args.repeat, args.paced_repeat, scenario, args.unthrottled_repeat
@@ -2171,8 +2197,8 @@ class Bench:
         try:
             if scenario == "throughput":
                 return self.throughput(size, mode, which)
-            if scenario == "dra":
-                return self.backlog(size, which, scenario="dra")
+            if scenario in DRA_SCENARIOS:
+                return self.backlog(size, which, scenario=scenario)
             if scenario == "deployments":
                 return self.deployments(size, mode, which)
             return self.preemption(size, mode, which)
@@ -2653,8 +2679,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--scenarios",
         default="throughput,deployments,preemption",
-        help="throughput, deployments, preemption, dra (comma-separated; dra runs with "
-        "--modes backlog only)",
+        help="throughput, deployments, preemption, dra, dra-extended (comma-separated; the "
+        "dra ones run with --modes backlog only)",
     )
     ap.add_argument(
         "--modes",

@@ -855,3 +855,24 @@ def test_the_dra_backlog_is_judged_like_the_throughput_backlog_and_by_claims_per
     assert got[(f"claims per device (dra), {H.PY}", "backlog")] == (2.0, False)
     kube = next(r for r in H.compute_ratios(runs) if r["name"].endswith(H.KUBE))
     assert kube["detail"] == "999 of 1000 claims allocated"
+
+
+def test_the_extended_resource_backlog_is_judged_as_the_dra_one() -> None:
+    claims = {"claims": 1000, "allocated": 1000, "max_claims_per_device": 1}
+    runs = [
+        _run(
+            "dra-extended",
+            "backlog",
+            sched,
+            pods_per_second=rate,
+            cpu_ms_per_pod=cpu,
+            allocated_claims=claims,
+            overcommitted_nodes=0,
+        )
+        for sched, rate, cpu in ((H.KUBE, 100.0, 4.0), (H.PY, 120.0, 5.0))
+    ]
+    got = {(r["name"], r["qps_mode"]): (r["value"], r["met"]) for r in H.compute_ratios(runs)}
+    assert got[("throughput py/kube (dra-extended)", "backlog")] == (1.2, True)
+    assert got[("CPU ms/pod py/kube (dra-extended)", "backlog")] == (1.25, False)
+    assert got[(f"claims per device (dra-extended), {H.PY}", "backlog")] == (1.0, True)
+    assert got[("nodes over capacity (dra-extended), py", "backlog")] == (0.0, True)

@@ -72,7 +72,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.outoftree import PluginRaised
-from scheduler.framework.plugins.dynamicresources import DraObjects
+from scheduler.framework.plugins.dynamicresources import DraMetrics, DraObjects
 from scheduler.framework.plugins.helper import SelectorObjects
 from scheduler.framework.plugins.registry import build_framework
 from scheduler.framework.plugins.volumebinding import VolumeObjects
@@ -284,11 +284,12 @@ class Recorder(Protocol):
         ...
 
 
-class CycleObserver(Protocol):
+class CycleObserver(DraMetrics, Protocol):
     """Where a cycle's timings go (the live scheduler's Prometheus metrics; nothing in
     ``simulate``). Upstream's names: scheduling_algorithm_duration, framework
     extension_point_duration, plugin_execution_duration (sampled cycles only),
-    pod_scheduling_sli_duration, pod_scheduled_after_flush and permit_wait_duration."""
+    pod_scheduling_sli_duration, pod_scheduled_after_flush and permit_wait_duration; and
+    DynamicResources' (``DraMetrics``)."""
 
     def algorithm_duration(self, seconds: float) -> None: ...
 
@@ -299,17 +300,6 @@ class CycleObserver(Protocol):
     def pod_scheduled(self, attempts: int, sli_seconds: float, after_flush: bool) -> None: ...
 
     def permit_wait(self, result: str, seconds: float) -> None: ...
-
-    def resource_claim_created(self, ok: bool) -> None: ...
-
-    def binding_conditions(
-        self,
-        profile: str,
-        status: str,
-        seconds: float,
-        drivers: Sequence[str],
-        conditioned: Sequence[str],
-    ) -> None: ...
 
 
 # Upstream's pluginMetricsSamplePercent: plugin durations are recorded in 10% of cycles.

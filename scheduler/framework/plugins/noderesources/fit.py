@@ -193,8 +193,11 @@ def _requested_grew(
     req: Resource, old: NodeRecord, new: NodeRecord, delegated: frozenset[str] = _NONE
 ) -> bool:
     """Upstream's ``haveAnyRequestedResourcesIncreased`` (a resource devices may provide
-    on the node counts as grown)."""
+    on the node counts as grown, when the allocatable changed: upstream's hint runs for
+    that update only)."""
     a, b = old.allocatable, new.allocatable
+    if delegated and a == b:
+        delegated = _NONE
     if b.allowed_pod_number > a.allowed_pod_number:
         return True
     return (

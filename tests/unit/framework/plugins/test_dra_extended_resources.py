@@ -473,3 +473,31 @@ def test_node_resources_fit_s_bulk_filter_agrees_with_its_node_filter() -> None:
         fit.filter_batch(CycleState(), gpu_pod("x", resource="example.com/nic").info(), snap)
         is None
     )
+
+
+def test_a_node_s_new_allocatable_brings_back_a_pod_whose_resource_devices_back() -> None:
+    core, _ = _core(*TWO_GPUS_ON_N2)
+    fit = NodeResourcesFit(dra=core.dra)
+    (update,) = [
+        e.hint
+        for e in fit.events_to_register()
+        if e.event.resource == "Node" and e.event.action == "Update"
+    ]
+    assert update is not None
+    pod = gpu_pod("p").info()
+    old = make_node("n1").alloc(cpu="4", memory="8Gi", pods=110).record()
+    relabelled = make_node("n1").alloc(cpu="4", memory="8Gi", pods=110).label("a", "b").record()
+    disk = {"ephemeral-storage": "100Gi"}  # an allocatable the pod does not ask for
+    changed = make_node("n1").alloc(cpu="4", memory="8Gi", pods=110, **disk).record()
+    # As upstream, whose hint runs for allocatable updates: devices may provide the
+    # resource there. A label alone changes nothing this plugin reads.
+    assert update(pod, old, changed) == QueueingHint.QUEUE
+    assert update(pod, old, relabelled) == QueueingHint.SKIP
+    # Without a backing class, only what the pod asks for counts (as before).
+    plain = [
+        e.hint
+        for e in NodeResourcesFit().events_to_register()
+        if e.event.resource == "Node" and e.event.action == "Update"
+    ][0]
+    assert plain is not None
+    assert plain(make_pod("q").req(cpu="1").info(), old, changed) == QueueingHint.SKIP

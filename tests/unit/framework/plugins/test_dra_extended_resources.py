@@ -494,10 +494,10 @@ def test_a_node_s_new_allocatable_brings_back_a_pod_whose_resource_devices_back(
     assert update(pod, old, changed) == QueueingHint.QUEUE
     assert update(pod, old, relabelled) == QueueingHint.SKIP
     # Without a backing class, only what the pod asks for counts (as before).
-    plain = [
+    (plain,) = [
         e.hint
         for e in NodeResourcesFit().events_to_register()
         if e.event.resource == "Node" and e.event.action == "Update"
-    ][0]
+    ]
     assert plain is not None
     assert plain(make_pod("q").req(cpu="1").info(), old, changed) == QueueingHint.SKIP

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Mapping
+import inspect
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
@@ -108,17 +109,30 @@ class FakeApi:
         return copy.deepcopy(obj)
 
 
-def _bind_settled(core: SchedulerCore, binder: RecordingBinder, key: str) -> Any:
-    """The binding cycle, then every background call the plugin started."""
+def _settled(core: SchedulerCore, step: Callable[[], Any]) -> Any:
+    """``step`` run in an event loop (as the scheduler runs it; an awaitable it returns is
+    awaited), then every background call the plugin started; ``step``'s result."""
 
     async def run() -> Any:
-        cycle = binder.cycles[key]
-        assert cycle.begin() == (None, True)
-        outcome = await cycle.finish_async()
+        out = step()
+        if inspect.isawaitable(out):
+            out = await out
         await asyncio.gather(*_plugin(core)._tasks)
-        return outcome
+        return out
 
     return asyncio.run(run())
+
+
+def _bind_settled(core: SchedulerCore, binder: RecordingBinder, key: str) -> Any:
+    """The binding cycle, then every background call the plugin started."""
+    cycle = binder.cycles[key]
+    assert cycle.begin() == (None, True)
+    return _settled(core, cycle.finish_async)
+
+
+def _unreserved(core: SchedulerCore, key: str, failed: Any) -> None:
+    """The failed binding reported (Unreserve runs), then its background calls."""
+    _settled(core, lambda: core.on_bind_result(key, binding_step_outcome(failed), failed.message()))
 
 
 def _entries(*rows: tuple[int, str, bool, str, int, int]) -> tuple[ContainerExtendedRequest, ...]:
@@ -291,12 +305,7 @@ def test_a_failed_binding_deletes_the_created_claim_and_frees_its_devices() -> N
     failed = _bind_settled(core, binder, "default/p")
     assert failed is not None
     assert "update pod default/p ExtendedResourceClaimStatus: gone" in failed.message()
-
-    async def unreserve() -> None:  # (in the loop, as the scheduler calls it)
-        core.on_bind_result("default/p", binding_step_outcome(failed), failed.message())
-        await asyncio.gather(*_plugin(core)._tasks)
-
-    asyncio.run(unreserve())
+    _unreserved(core, "default/p", failed)
     name = "p-extended-resources-x7k2q"
     smp, delete = api.calls[-2:]
     assert smp[:2] == ("PATCH", f"{API}/{name}")
@@ -332,13 +341,7 @@ def test_a_claim_left_by_an_earlier_attempt_is_deleted_and_the_pod_tried_again()
     }
     api.claims[left["metadata"]["name"]] = copy.deepcopy(left)
     core, _ = _core(*TWO_GPUS_ON_N2, left, client=api)  # type: ignore[arg-type]
-
-    async def attempt() -> Any:
-        r = _one(core, gpu_pod("p"))
-        await asyncio.gather(*_plugin(core)._tasks)
-        return r
-
-    r = asyncio.run(attempt())
+    r = _settled(core, lambda: _one(core, gpu_pod("p")))
     assert core.queue.where("default/p") == UNSCHEDULABLE_Q
     assert r.outcome == "unschedulable"
     assert "cannot schedule extended resource claim" in r.message
@@ -437,12 +440,7 @@ def test_a_claim_the_api_server_refuses_fails_the_binding_and_is_counted() -> No
         "default/p: quota exceeded"
     )
     assert metrics.resourceclaim_creates.labels("failure", "false", "", "Pod").value == 1
-
-    async def unreserve() -> None:
-        core.on_bind_result("default/p", binding_step_outcome(failed), failed.message())
-        await asyncio.gather(*_plugin(core)._tasks)
-
-    asyncio.run(unreserve())
+    _unreserved(core, "default/p", failed)
     assert [c[0] for c in api.calls] == ["POST"]  # nothing was created: nothing to delete
     assert not core.dra.in_flight
     assert _one(core, gpu_pod("q", 2)).node == "n2"  # the devices are free again

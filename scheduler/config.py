@@ -32,18 +32,27 @@ import yaml
 
 from scheduler.framework.outoftree import discover, instantiate
 from scheduler.framework.waiting_pods import FrameworkHandle, WaitingPods
+from scheduler.types import (
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    TopologySpreadConstraint,
+)
 
 __all__ = [
     "ALL_PLUGINS",
     "API_CALL_ORDERS",
     "DEFAULT_SCORE_WEIGHTS",
+    "BalancedAllocationArgs",
     "ConfigError",
     "DefaultPreemptionArgs",
     "DynamicResourcesArgs",
     "ExtenderConfig",
     "ExtenderTLS",
+    "InterPodAffinityArgs",
     "LeaderElectionConfig",
+    "NodeAffinityArgs",
     "NodeResourcesFitArgs",
+    "PodTopologySpreadArgs",
     "SchedulerConfig",
     "SecureServing",
     "VolumeBindingArgs",
@@ -136,6 +145,40 @@ class NodeResourcesFitArgs:
     resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
     shape: tuple[tuple[int, int], ...] = ((0, 10), (100, 0))
     ignored_resources: tuple[str, ...] = ()
+    # Extended resources whose domain (the part before "/") is one of these are not checked.
+    ignored_resource_groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinityArgs:
+    """``addedAffinity``: node affinity every pod of the profile gets on top of its own.
+    ``required``: None when not set (every node matches); ``preferred``: (weight, term)."""
+
+    required: tuple[NodeSelectorTerm, ...] | None = None
+    preferred: tuple[tuple[int, NodeSelectorTerm], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodTopologySpreadArgs:
+    """``defaultingType: System`` (upstream's default) spreads by zone and hostname
+    (SYSTEM_DEFAULT_CONSTRAINTS); ``List`` uses ``default_constraints`` as given (none: pods
+    without constraints of their own are not spread)."""
+
+    default_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    system_defaulting: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class InterPodAffinityArgs:
+    hard_pod_affinity_weight: int = 1
+    ignore_preferred_terms_of_existing_pods: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BalancedAllocationArgs:
+    """NodeResourcesBalancedAllocation's own resources (upstream: every weight is 1)."""
+
+    resources: tuple[tuple[str, int], ...] = (("cpu", 1), ("memory", 1))
 
 
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
@@ -244,6 +287,10 @@ class SchedulerConfig:
     score_weights: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_SCORE_WEIGHTS))
     preemption: DefaultPreemptionArgs = DefaultPreemptionArgs()
     fit: NodeResourcesFitArgs = NodeResourcesFitArgs()
+    balanced_allocation: BalancedAllocationArgs = BalancedAllocationArgs()
+    node_affinity: NodeAffinityArgs = NodeAffinityArgs()
+    topology_spread: PodTopologySpreadArgs = PodTopologySpreadArgs()
+    inter_pod_affinity: InterPodAffinityArgs = InterPodAffinityArgs()
     volume_binding: VolumeBindingArgs = VolumeBindingArgs()
     dynamic_resources: DynamicResourcesArgs = DynamicResourcesArgs()
     async_preemption: bool = True
@@ -868,19 +915,24 @@ def _profile(
     configs = prof.get("pluginConfig") or []
     if not isinstance(configs, list):
         raise r.fail(f"{at}.pluginConfig", "expected a list of {name, args}")
+    seen_config: dict[str, int] = {}
     for i, pc in enumerate(configs):
         path = f"{at}.pluginConfig[{i}]"
         pcm = r.mapping(pc, path, {"name", "args"})
         name = r.string(pcm.get("name"), f"{path}.name")
+        if name in seen_config:
+            # Upstream: field.Duplicate; which of the two would win is not a thing to guess.
+            raise r.fail(
+                f"{path}.name",
+                f"duplicate: {name} is configured in pluginConfig[{seen_config[name]}]",
+            )
+        seen_config[name] = i
         args = pcm.get("args") or {}
-        if name == "DefaultPreemption":
-            kw["preemption"] = _preemption_args(r, args, f"{path}.args")
-        elif name == "NodeResourcesFit":
-            kw["fit"] = _fit_args(r, args, f"{path}.args")
-        elif name == "VolumeBinding":
-            kw["volume_binding"] = _volume_binding_args(r, args, f"{path}.args")
-        elif name == "DynamicResources":
-            kw["dynamic_resources"] = _dynamic_resources_args(r, args, f"{path}.args")
+        parse_args = _IN_TREE_ARGS.get(name)
+        if parse_args is not None:
+            field_name, parse = parse_args
+            _check_args_kind(r, args, f"{path}.args", name)
+            kw[field_name] = parse(r, args, f"{path}.args")
         elif name in external:
             external_args[name] = r.mapping(args, f"{path}.args", None)
         else:
@@ -1001,40 +1053,51 @@ def _preemption_args(r: _Reader, raw: Any, path: str) -> DefaultPreemptionArgs:
 
 
 def _fit_args(r: _Reader, raw: Any, path: str) -> NodeResourcesFitArgs:
-    a = r.mapping(raw, path, {"apiVersion", "kind", "scoringStrategy", "ignoredResources"})
-    ss = r.mapping(
-        a.get("scoringStrategy"),
-        f"{path}.scoringStrategy",
-        {"type", "resources", "requestedToCapacityRatio"},
+    a = r.mapping(
+        raw, path, {*_TYPE_META, "scoringStrategy", "ignoredResources", "ignoredResourceGroups"}
     )
+    sp = f"{path}.scoringStrategy"
+    ss = r.mapping(a.get("scoringStrategy"), sp, {"type", "resources", "requestedToCapacityRatio"})
     strategy = ss.get("type", "LeastAllocated")
     if strategy not in ("LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"):
-        raise r.fail(f"{path}.scoringStrategy.type", f"unknown strategy {strategy!r}")
+        raise r.fail(f"{sp}.type", f"unknown strategy {strategy!r}")
     resources: list[tuple[str, int]] = []
-    for i, res in enumerate(ss.get("resources") or ()):
-        rm = r.mapping(res, f"{path}.scoringStrategy.resources[{i}]", {"name", "weight"})
+    for i, res in enumerate(_list(r, ss.get("resources"), f"{sp}.resources")):
+        rm = r.mapping(res, f"{sp}.resources[{i}]", {"name", "weight"})
         resources.append(
             (
-                r.string(rm.get("name"), f"{path}.scoringStrategy.resources[{i}].name"),
-                r.integer(
-                    rm.get("weight", 1), f"{path}.scoringStrategy.resources[{i}].weight", 1, 100
-                ),
+                r.string(rm.get("name"), f"{sp}.resources[{i}].name"),
+                # 0 or unset: 1, as upstream's defaulting
+                r.integer(rm.get("weight") or 1, f"{sp}.resources[{i}].weight", 1, 100),
             )
         )
-    rtc = r.mapping(
-        ss.get("requestedToCapacityRatio"),
-        f"{path}.scoringStrategy.requestedToCapacityRatio",
-        {"shape"},
-    )
-    shape = _shape(r, rtc.get("shape"), f"{path}.scoringStrategy.requestedToCapacityRatio.shape")
-    ignored = a.get("ignoredResources") or []
-    if not isinstance(ignored, list):
-        raise r.fail(f"{path}.ignoredResources", "expected a list")
+    shape: list[tuple[int, int]] = []
+    rtc_path = f"{sp}.requestedToCapacityRatio"
+    if strategy == "RequestedToCapacityRatio":
+        if ss.get("requestedToCapacityRatio") is None:
+            raise r.fail(rtc_path, "must be specified when type is RequestedToCapacityRatio")
+        rtc = r.mapping(ss["requestedToCapacityRatio"], rtc_path, {"shape"})
+        if not rtc.get("shape"):
+            raise r.fail(f"{rtc_path}.shape", "at least one point must be specified")
+        shape = _shape(r, rtc["shape"], f"{rtc_path}.shape")
+    elif ss.get("requestedToCapacityRatio") is not None:
+        raise r.fail(rtc_path, f"must not be set when type is {strategy}")
+    ignored = [
+        _label_name(r, x, f"{path}.ignoredResources[{i}]")
+        for i, x in enumerate(_list(r, a.get("ignoredResources"), f"{path}.ignoredResources"))
+    ]
+    groups = []
+    gpath = f"{path}.ignoredResourceGroups"
+    for i, g in enumerate(_list(r, a.get("ignoredResourceGroups"), gpath)):
+        if isinstance(g, str) and "/" in g:
+            raise r.fail(f"{gpath}[{i}]", f"{g!r}: resource group name can't contain '/'")
+        groups.append(_label_name(r, g, f"{gpath}[{i}]"))
     return NodeResourcesFitArgs(
         strategy=strategy,
         resources=tuple(resources) or (("cpu", 1), ("memory", 1)),
         shape=tuple(shape) or ((0, 10), (100, 0)),
-        ignored_resources=tuple(str(x) for x in ignored),
+        ignored_resources=tuple(ignored),
+        ignored_resource_groups=tuple(groups),
     )
 
 
@@ -1057,7 +1120,7 @@ def _shape(r: _Reader, raw: Any, path: str) -> list[tuple[int, int]]:
 
 
 def _volume_binding_args(r: _Reader, raw: Any, path: str) -> VolumeBindingArgs:
-    a = r.mapping(raw, path, {"bindTimeoutSeconds", "shape"})
+    a = r.mapping(raw, path, {*_TYPE_META, "bindTimeoutSeconds", "shape"})
     timeout = DEFAULT_BIND_TIMEOUT_SECONDS
     if a.get("bindTimeoutSeconds") is not None:
         timeout = r.integer(a["bindTimeoutSeconds"], f"{path}.bindTimeoutSeconds")
@@ -1070,7 +1133,7 @@ def _volume_binding_args(r: _Reader, raw: Any, path: str) -> VolumeBindingArgs:
 
 
 def _dynamic_resources_args(r: _Reader, raw: Any, path: str) -> DynamicResourcesArgs:
-    a = r.mapping(raw, path, {"filterTimeout", "bindingTimeout"})
+    a = r.mapping(raw, path, {*_TYPE_META, "filterTimeout", "bindingTimeout"})
     timeout = DEFAULT_DRA_FILTER_TIMEOUT_SECONDS
     if a.get("filterTimeout") is not None:
         timeout = r.duration(a["filterTimeout"], f"{path}.filterTimeout")
@@ -1082,6 +1145,258 @@ def _dynamic_resources_args(r: _Reader, raw: Any, path: str) -> DynamicResources
                 f"{path}.bindingTimeout", f"{a['bindingTimeout']}: must be at least 1 second"
             )
     return DynamicResourcesArgs(timeout, binding)
+
+
+_TYPE_META = {"apiVersion", "kind"}
+
+
+def _check_args_kind(r: _Reader, raw: Any, path: str, plugin: str) -> None:
+    """Args may carry their TypeMeta; when they do it must be this plugin's (upstream
+    refuses args of another kind: "has to match plugin args")."""
+    if not isinstance(raw, Mapping):
+        return  # the parser names the problem
+    kind = raw.get("kind")
+    if kind is not None and kind != f"{plugin}Args":
+        raise r.fail(f"{path}.kind", f"{kind!r} has to match plugin args ({plugin}Args)")
+    version = raw.get("apiVersion")
+    if version is not None and version != API_VERSION:
+        raise r.fail(f"{path}.apiVersion", f"expected {API_VERSION}, got {version!r}")
+
+
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+
+
+def _label_name_problem(name: Any) -> str | None:
+    """Why ``name`` is not a label name (apimachinery's ValidateLabelName: an optional DNS
+    subdomain prefix and "/", then a name of 63 characters at most), or None."""
+    if not isinstance(name, str) or not name:
+        return f"expected a label name, got {name!r}"
+    prefix, slash, local = name.rpartition("/")
+    if slash and not (len(prefix) <= 253 and _DNS_SUBDOMAIN.fullmatch(prefix)):
+        return f"{name!r}: the prefix must be a DNS subdomain (lower case, 253 characters at most)"
+    if not (len(local) <= 63 and _QUALIFIED_NAME.fullmatch(local)):
+        return (
+            f"{name!r}: must be 63 characters at most, alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric"
+        )
+    return None
+
+
+def _label_name(r: _Reader, raw: Any, path: str) -> str:
+    problem = _label_name_problem(raw)
+    if problem is not None:
+        raise r.fail(path, problem)
+    return str(raw)
+
+
+def _list(r: _Reader, raw: Any, path: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise r.fail(path, f"expected a list, got {type(raw).__name__}")
+    return raw
+
+
+_NODE_SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+
+
+def _node_selector_requirement(
+    r: _Reader, raw: Any, path: str, *, field_selector: bool
+) -> NodeSelectorRequirement:
+    """One requirement of a node selector term, as upstream's parser accepts it
+    (labels.NewRequirement for matchExpressions; metadata.name In/NotIn one name for
+    matchFields)."""
+    e = r.mapping(raw, path, {"key", "operator", "values"})
+    op = e.get("operator")
+    values = [str(v) for v in _list(r, e.get("values"), f"{path}.values")]
+    if field_selector:
+        if e.get("key") != "metadata.name":
+            raise r.fail(f"{path}.key", f"{e.get('key')!r}: matchFields support metadata.name only")
+        if op not in ("In", "NotIn"):
+            raise r.fail(f"{path}.operator", f"{op!r}: matchFields support In and NotIn")
+        if len(values) != 1:
+            raise r.fail(f"{path}.values", "must have one element")
+        return NodeSelectorRequirement("metadata.name", str(op), tuple(values))
+    key = _label_name(r, e.get("key"), f"{path}.key")
+    if op not in _NODE_SELECTOR_OPERATORS:
+        raise r.fail(
+            f"{path}.operator", f"{op!r}: supported are {', '.join(_NODE_SELECTOR_OPERATORS)}"
+        )
+    if op in ("In", "NotIn") and not values:
+        raise r.fail(f"{path}.values", f"for {op}, must be non-empty")
+    if op in ("Exists", "DoesNotExist") and values:
+        raise r.fail(f"{path}.values", f"for {op}, must be empty")
+    if op in ("Gt", "Lt") and (len(values) != 1 or not re.fullmatch(r"[-+]?\d+", values[0])):
+        raise r.fail(f"{path}.values", f"for {op}, must be a single integer")
+    for j, v in enumerate(values):
+        if len(v) > 63 or not _LABEL_VALUE.fullmatch(v):
+            raise r.fail(f"{path}.values[{j}]", f"{v!r} is not a valid label value")
+    return NodeSelectorRequirement(key, str(op), tuple(values))
+
+
+def _node_selector_term(r: _Reader, raw: Any, path: str) -> NodeSelectorTerm:
+    t = r.mapping(raw, path, {"matchExpressions", "matchFields"})
+    return NodeSelectorTerm(
+        tuple(
+            _node_selector_requirement(r, e, f"{path}.matchExpressions[{j}]", field_selector=False)
+            for j, e in enumerate(_list(r, t.get("matchExpressions"), f"{path}.matchExpressions"))
+        ),
+        tuple(
+            _node_selector_requirement(r, e, f"{path}.matchFields[{j}]", field_selector=True)
+            for j, e in enumerate(_list(r, t.get("matchFields"), f"{path}.matchFields"))
+        ),
+    )
+
+
+def _node_affinity_args(r: _Reader, raw: Any, path: str) -> NodeAffinityArgs:
+    a = r.mapping(raw, path, {*_TYPE_META, "addedAffinity"})
+    at = f"{path}.addedAffinity"
+    added = r.mapping(
+        a.get("addedAffinity"),
+        at,
+        {
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "preferredDuringSchedulingIgnoredDuringExecution",
+        },
+    )
+    required: tuple[NodeSelectorTerm, ...] | None = None
+    req_path = f"{at}.requiredDuringSchedulingIgnoredDuringExecution"
+    if added.get("requiredDuringSchedulingIgnoredDuringExecution") is not None:
+        req = r.mapping(
+            added["requiredDuringSchedulingIgnoredDuringExecution"], req_path, {"nodeSelectorTerms"}
+        )
+        terms_path = f"{req_path}.nodeSelectorTerms"
+        raw_terms = _list(r, req.get("nodeSelectorTerms"), terms_path)
+        if not raw_terms:
+            # Upstream takes an empty selector and then no node matches: every pod of the
+            # profile would wait for ever, which no one means.
+            raise r.fail(terms_path, "must have at least one term (none matches no node)")
+        required = tuple(
+            _node_selector_term(r, t, f"{terms_path}[{i}]") for i, t in enumerate(raw_terms)
+        )
+        for i, term in enumerate(required):
+            if not term.match_expressions and not term.match_fields:
+                raise r.fail(f"{terms_path}[{i}]", "an empty term matches no node")
+    preferred: list[tuple[int, NodeSelectorTerm]] = []
+    pref_path = f"{at}.preferredDuringSchedulingIgnoredDuringExecution"
+    for i, p in enumerate(
+        _list(r, added.get("preferredDuringSchedulingIgnoredDuringExecution"), pref_path)
+    ):
+        pm = r.mapping(p, f"{pref_path}[{i}]", {"weight", "preference"})
+        weight = r.integer(pm.get("weight"), f"{pref_path}[{i}].weight", 0, 100)
+        term = _node_selector_term(r, pm.get("preference"), f"{pref_path}[{i}].preference")
+        if weight and (term.match_expressions or term.match_fields):
+            preferred.append((weight, term))  # upstream skips weight 0 and empty terms
+    return NodeAffinityArgs(required, tuple(preferred))
+
+
+_SPREAD_ACTIONS = ("DoNotSchedule", "ScheduleAnyway")
+_INCLUSION_POLICIES = ("Honor", "Ignore")
+
+
+def _topology_spread_args(r: _Reader, raw: Any, path: str) -> PodTopologySpreadArgs:
+    a = r.mapping(raw, path, {*_TYPE_META, "defaultConstraints", "defaultingType"})
+    defaulting = a.get("defaultingType", "System")
+    if defaulting not in ("System", "List"):
+        raise r.fail(f"{path}.defaultingType", f"{defaulting!r}: supported are System and List")
+    cpath = f"{path}.defaultConstraints"
+    raw_constraints = _list(r, a.get("defaultConstraints"), cpath)
+    if defaulting == "System" and raw_constraints:
+        raise r.fail(
+            f"{path}.defaultingType",
+            "System is invalid when .defaultConstraints are not empty (set List to use them)",
+        )
+    constraints: list[TopologySpreadConstraint] = []
+    for i, c in enumerate(raw_constraints):
+        p = f"{cpath}[{i}]"
+        cm = r.mapping(
+            c,
+            p,
+            {
+                "maxSkew",
+                "topologyKey",
+                "whenUnsatisfiable",
+                "labelSelector",
+                "minDomains",
+                "nodeAffinityPolicy",
+                "nodeTaintsPolicy",
+                "matchLabelKeys",
+            },
+        )
+        max_skew = r.integer(cm.get("maxSkew"), f"{p}.maxSkew", 1, 2**31 - 1)
+        if not cm.get("topologyKey"):
+            raise r.fail(f"{p}.topologyKey", "can not be empty")
+        key = _label_name(r, cm["topologyKey"], f"{p}.topologyKey")
+        action = cm.get("whenUnsatisfiable")
+        if not action:
+            raise r.fail(f"{p}.whenUnsatisfiable", "can not be empty")
+        if action not in _SPREAD_ACTIONS:
+            raise r.fail(
+                f"{p}.whenUnsatisfiable",
+                f"{action!r}: supported are DoNotSchedule and ScheduleAnyway",
+            )
+        if cm.get("labelSelector") is not None:
+            raise r.fail(
+                f"{p}.labelSelector",
+                "constraint must not define a selector, as they deduced for each pod",
+            )
+        min_domains = 1
+        if cm.get("minDomains") is not None:
+            min_domains = r.integer(cm["minDomains"], f"{p}.minDomains", 1, 2**31 - 1)
+        policies = []
+        for name, default in (("nodeAffinityPolicy", "Honor"), ("nodeTaintsPolicy", "Ignore")):
+            value = cm.get(name, default)
+            if value not in _INCLUSION_POLICIES:
+                raise r.fail(f"{p}.{name}", f"{value!r}: supported are Honor and Ignore")
+            policies.append(str(value))
+        for j, k in enumerate(_list(r, cm.get("matchLabelKeys"), f"{p}.matchLabelKeys")):
+            _label_name(r, k, f"{p}.matchLabelKeys[{j}]")  # accepted; no effect (upstream)
+        for j, other in enumerate(constraints):
+            if (other.topology_key, other.when_unsatisfiable) == (key, action):
+                raise r.fail(p, f"duplicate of defaultConstraints[{j}]: {{{key}, {action}}}")
+        constraints.append(
+            TopologySpreadConstraint(
+                max_skew=max_skew,
+                topology_key=key,
+                when_unsatisfiable=str(action),
+                label_selector=None,
+                min_domains=min_domains,
+                node_affinity_policy=policies[0],
+                node_taints_policy=policies[1],
+            )
+        )
+    return PodTopologySpreadArgs(tuple(constraints), defaulting == "System")
+
+
+def _inter_pod_affinity_args(r: _Reader, raw: Any, path: str) -> InterPodAffinityArgs:
+    a = r.mapping(
+        raw, path, {*_TYPE_META, "hardPodAffinityWeight", "ignorePreferredTermsOfExistingPods"}
+    )
+    weight = 1
+    if a.get("hardPodAffinityWeight") is not None:
+        weight = r.integer(a["hardPodAffinityWeight"], f"{path}.hardPodAffinityWeight", 0, 100)
+    ignore = False
+    if a.get("ignorePreferredTermsOfExistingPods") is not None:
+        ignore = r.boolean(
+            a["ignorePreferredTermsOfExistingPods"], f"{path}.ignorePreferredTermsOfExistingPods"
+        )
+    return InterPodAffinityArgs(weight, ignore)
+
+
+def _balanced_allocation_args(r: _Reader, raw: Any, path: str) -> BalancedAllocationArgs:
+    a = r.mapping(raw, path, {*_TYPE_META, "resources"})
+    resources: list[tuple[str, int]] = []
+    for i, res in enumerate(_list(r, a.get("resources"), f"{path}.resources")):
+        p = f"{path}.resources[{i}]"
+        rm = r.mapping(res, p, {"name", "weight"})
+        name = r.string(rm.get("name"), f"{p}.name")
+        if any(name == n for n, _ in resources):
+            raise r.fail(f"{p}.name", f"duplicate resource {name!r}")
+        weight = r.integer(rm.get("weight") or 1, f"{p}.weight")  # 0 or unset: 1 (upstream)
+        if weight != 1:
+            raise r.fail(f"{p}.weight", f"{weight}: must be 1")
+        resources.append((name, weight))
+    return BalancedAllocationArgs(tuple(resources) or BalancedAllocationArgs().resources)
 
 
 def load_config(path: str | Path | None) -> SchedulerConfig:
@@ -1098,6 +1413,19 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML: {e}") from e
     return parse_config(raw or {}, str(p))
+
+
+# pluginConfig names with in-tree args: the SchedulerConfig field each sets, and its parser.
+_IN_TREE_ARGS: dict[str, tuple[str, Any]] = {
+    "DefaultPreemption": ("preemption", _preemption_args),
+    "NodeResourcesFit": ("fit", _fit_args),
+    "NodeResourcesBalancedAllocation": ("balanced_allocation", _balanced_allocation_args),
+    "NodeAffinity": ("node_affinity", _node_affinity_args),
+    "PodTopologySpread": ("topology_spread", _topology_spread_args),
+    "InterPodAffinity": ("inter_pod_affinity", _inter_pod_affinity_args),
+    "VolumeBinding": ("volume_binding", _volume_binding_args),
+    "DynamicResources": ("dynamic_resources", _dynamic_resources_args),
+}
 
 
 # client-go's feature gates that py-scheduler honours, with their v1.37 defaults.

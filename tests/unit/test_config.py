@@ -15,16 +15,21 @@ from scheduler.config import (
     POST_FILTER_PLUGINS,
     PRE_ENQUEUE_PLUGINS,
     SCORE_PLUGINS,
+    BalancedAllocationArgs,
     ConfigError,
     DefaultPreemptionArgs,
+    InterPodAffinityArgs,
     LeaderElectionConfig,
+    NodeAffinityArgs,
     NodeResourcesFitArgs,
+    PodTopologySpreadArgs,
     SchedulerConfig,
     SecureServing,
     client_feature,
     load_config,
     parse_config,
 )
+from scheduler.types import NodeSelectorRequirement, NodeSelectorTerm, TopologySpreadConstraint
 
 API = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -283,9 +288,9 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             id="unknown field in a plugin entry",
         ),
         pytest.param(
-            _profile(pluginConfig=[{"name": "NodeAffinity", "args": {}}]),
+            _profile(pluginConfig=[{"name": "TaintToleration", "args": {}}]),
             "profiles[0].pluginConfig[0].name",
-            id="args for a plugin without supported args",
+            id="args for a plugin without args",
         ),
         pytest.param(
             _args("DefaultPreemption", {"minCandidateNodesPercentage": 101}),
@@ -435,6 +440,439 @@ def test_errors_name_the_field_path_and_the_file(raw: Any, field_path: str) -> N
     with pytest.raises(ConfigError) as exc:
         parse_config(raw, "sched.yaml")
     assert str(exc.value).startswith(f"sched.yaml: {field_path}: ")
+
+
+def _term(*exprs: dict[str, Any], fields: Any = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"matchExpressions": list(exprs)}
+    if fields:
+        out["matchFields"] = list(fields)
+    return out
+
+
+def _required(*terms: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "addedAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}
+        }
+    }
+
+
+POOL_IN = {"key": "pool", "operator": "In", "values": ["a", "b"]}
+
+
+def test_node_affinity_args() -> None:
+    cfg = parse_config(
+        _args(
+            "NodeAffinity",
+            {
+                **_required(
+                    _term(POOL_IN),
+                    _term(
+                        {"key": "gen", "operator": "Gt", "values": ["3"]},
+                        fields=[{"key": "metadata.name", "operator": "In", "values": ["n1"]}],
+                    ),
+                ),
+            },
+        )
+    )
+    assert cfg.node_affinity == NodeAffinityArgs(
+        required=(
+            NodeSelectorTerm((NodeSelectorRequirement("pool", "In", ("a", "b")),), ()),
+            NodeSelectorTerm(
+                (NodeSelectorRequirement("gen", "Gt", ("3",)),),
+                (NodeSelectorRequirement("metadata.name", "In", ("n1",)),),
+            ),
+        ),
+    )
+    preferred = parse_config(
+        _args(
+            "NodeAffinity",
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "NodeAffinityArgs",
+                "addedAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 10, "preference": _term(POOL_IN)},
+                        {"weight": 0, "preference": _term(POOL_IN)},  # ignored, as upstream
+                        {"weight": 5, "preference": {}},  # matches nothing: ignored
+                    ]
+                },
+            },
+        )
+    )
+    assert preferred.node_affinity == NodeAffinityArgs(
+        None, ((10, NodeSelectorTerm((NodeSelectorRequirement("pool", "In", ("a", "b")),), ())),)
+    )
+    assert parse_config(_args("NodeAffinity", {})).node_affinity == NodeAffinityArgs()
+
+
+def test_topology_spread_args() -> None:
+    assert parse_config({}).topology_spread == PodTopologySpreadArgs((), True)
+    cfg = parse_config(
+        _args(
+            "PodTopologySpread",
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                    {
+                        "maxSkew": 3,
+                        "topologyKey": "kubernetes.io/hostname",
+                        "whenUnsatisfiable": "ScheduleAnyway",
+                        "minDomains": 2,
+                        "nodeAffinityPolicy": "Ignore",
+                        "nodeTaintsPolicy": "Honor",
+                        "matchLabelKeys": ["app"],
+                    },
+                ],
+            },
+        )
+    )
+    assert cfg.topology_spread == PodTopologySpreadArgs(
+        (
+            TopologySpreadConstraint(1, "zone", "DoNotSchedule", None, 1, "Honor", "Ignore"),
+            TopologySpreadConstraint(
+                3, "kubernetes.io/hostname", "ScheduleAnyway", None, 2, "Ignore", "Honor"
+            ),
+        ),
+        system_defaulting=False,
+    )
+    empty = parse_config(_args("PodTopologySpread", {"defaultingType": "List"}))
+    assert empty.topology_spread == PodTopologySpreadArgs((), False)
+
+
+def test_inter_pod_affinity_and_balanced_allocation_args() -> None:
+    assert parse_config({}).inter_pod_affinity == InterPodAffinityArgs(1, False)
+    cfg = parse_config(
+        _profile(
+            pluginConfig=[
+                {
+                    "name": "InterPodAffinity",
+                    "args": {
+                        "hardPodAffinityWeight": 0,
+                        "ignorePreferredTermsOfExistingPods": True,
+                    },
+                },
+                {
+                    "name": "NodeResourcesBalancedAllocation",
+                    "args": {
+                        "resources": [{"name": "cpu", "weight": 1}, {"name": "example.com/gpu"}]
+                    },
+                },
+            ]
+        )
+    )
+    assert cfg.inter_pod_affinity == InterPodAffinityArgs(0, True)
+    assert cfg.balanced_allocation == BalancedAllocationArgs((("cpu", 1), ("example.com/gpu", 1)))
+    assert parse_config({}).balanced_allocation.resources == (("cpu", 1), ("memory", 1))
+
+
+def test_ignored_resource_groups() -> None:
+    cfg = parse_config(
+        _args(
+            "NodeResourcesFit",
+            {"ignoredResources": ["example.com/a"], "ignoredResourceGroups": ["example.org"]},
+        )
+    )
+    assert cfg.fit.ignored_resources == ("example.com/a",)
+    assert cfg.fit.ignored_resource_groups == ("example.org",)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "args", "field_path", "problem"),
+    [
+        pytest.param(
+            "NodeAffinity",
+            _required(),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+            "must have at least one term (none matches no node)",
+            id="no required terms",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required({}),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]",
+            "an empty term matches no node",
+            id="an empty required term",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(_term({"key": "pool", "operator": "Equals", "values": ["a"]})),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].operator",
+            "'Equals': supported are In, NotIn, Exists, DoesNotExist, Gt, Lt",
+            id="unknown operator",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(_term({"key": "pool", "operator": "In"})),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].values",
+            "for In, must be non-empty",
+            id="In without values",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(_term({"key": "pool", "operator": "Exists", "values": ["a"]})),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].values",
+            "for Exists, must be empty",
+            id="Exists with values",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(_term({"key": "gen", "operator": "Lt", "values": ["three"]})),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].values",
+            "for Lt, must be a single integer",
+            id="Lt not an integer",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(_term({"key": "Bad Key", "operator": "Exists"})),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].key",
+            "'Bad Key': must be 63 characters at most, alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric",
+            id="invalid label key",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(_term({"key": "pool", "operator": "In", "values": ["a b"]})),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchExpressions[0].values[0]",
+            "'a b' is not a valid label value",
+            id="invalid label value",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(_term(fields=[{"key": "metadata.uid", "operator": "In", "values": ["x"]}])),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchFields[0].key",
+            "'metadata.uid': matchFields support metadata.name only",
+            id="match field other than the name",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            _required(
+                _term(fields=[{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}])
+            ),
+            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            ".matchFields[0].values",
+            "must have one element",
+            id="match field with two names",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            {
+                "addedAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 101, "preference": _term(POOL_IN)}
+                    ]
+                }
+            },
+            "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight",
+            "101 is out of range [0, 100]",
+            id="preferred weight out of range",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            {"addedAffinity": {"requiredDuringSchedulingRequiredDuringExecution": {}}},
+            "addedAffinity.requiredDuringSchedulingRequiredDuringExecution",
+            "unknown or unsupported field",
+            id="a field the API does not have",
+        ),
+        pytest.param(
+            "NodeAffinity",
+            {"kind": "PodTopologySpreadArgs"},
+            "kind",
+            "'PodTopologySpreadArgs' has to match plugin args (NodeAffinityArgs)",
+            id="args of another plugin",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                ]
+            },
+            "defaultingType",
+            "System is invalid when .defaultConstraints are not empty (set List to use them)",
+            id="constraints without List",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {"defaultingType": "Custom"},
+            "defaultingType",
+            "'Custom': supported are System and List",
+            id="unknown defaulting type",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+                ],
+            },
+            "defaultConstraints[0].maxSkew",
+            "0 is out of range [1, 2147483647]",
+            id="maxSkew zero",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}],
+            },
+            "defaultConstraints[0].topologyKey",
+            "can not be empty",
+            id="no topology key",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}
+                ],
+            },
+            "defaultConstraints[0].whenUnsatisfiable",
+            "'Sometimes': supported are DoNotSchedule and ScheduleAnyway",
+            id="unknown action",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    }
+                ],
+            },
+            "defaultConstraints[0].labelSelector",
+            "constraint must not define a selector, as they deduced for each pod",
+            id="a selector",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                    {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
+                ],
+            },
+            "defaultConstraints[1]",
+            "duplicate of defaultConstraints[0]: {zone, DoNotSchedule}",
+            id="the same key and action twice",
+        ),
+        pytest.param(
+            "PodTopologySpread",
+            {
+                "defaultingType": "List",
+                "defaultConstraints": [
+                    {
+                        "maxSkew": 1,
+                        "topologyKey": "zone",
+                        "whenUnsatisfiable": "DoNotSchedule",
+                        "nodeTaintsPolicy": "Sometimes",
+                    }
+                ],
+            },
+            "defaultConstraints[0].nodeTaintsPolicy",
+            "'Sometimes': supported are Honor and Ignore",
+            id="unknown inclusion policy",
+        ),
+        pytest.param(
+            "InterPodAffinity",
+            {"hardPodAffinityWeight": 101},
+            "hardPodAffinityWeight",
+            "101 is out of range [0, 100]",
+            id="hard weight out of range",
+        ),
+        pytest.param(
+            "InterPodAffinity",
+            {"ignorePreferredTermsOfExistingPods": "yes"},
+            "ignorePreferredTermsOfExistingPods",
+            "expected true or false, got 'yes'",
+            id="not a boolean",
+        ),
+        pytest.param(
+            "NodeResourcesBalancedAllocation",
+            {"resources": [{"name": "cpu", "weight": 2}]},
+            "resources[0].weight",
+            "2: must be 1",
+            id="balanced weight not 1",
+        ),
+        pytest.param(
+            "NodeResourcesBalancedAllocation",
+            {"resources": [{"name": "cpu"}, {"name": "cpu"}]},
+            "resources[1].name",
+            "duplicate resource 'cpu'",
+            id="balanced resource twice",
+        ),
+        pytest.param(
+            "NodeResourcesFit",
+            {"ignoredResourceGroups": ["example.com/gpu"]},
+            "ignoredResourceGroups[0]",
+            "'example.com/gpu': resource group name can't contain '/'",
+            id="group with a slash",
+        ),
+        pytest.param(
+            "NodeResourcesFit",
+            {"ignoredResources": ["not a name"]},
+            "ignoredResources[0]",
+            "'not a name': must be 63 characters at most, alphanumerics, '-', '_' or '.', "
+            "starting and ending with an alphanumeric",
+            id="ignored resource not a name",
+        ),
+        pytest.param(
+            "NodeResourcesFit",
+            {"scoringStrategy": {"type": "RequestedToCapacityRatio"}},
+            "scoringStrategy.requestedToCapacityRatio",
+            "must be specified when type is RequestedToCapacityRatio",
+            id="ratio without its shape",
+        ),
+        pytest.param(
+            "NodeResourcesFit",
+            {
+                "scoringStrategy": {
+                    "type": "MostAllocated",
+                    "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}]},
+                }
+            },
+            "scoringStrategy.requestedToCapacityRatio",
+            "must not be set when type is MostAllocated",
+            id="a shape for another strategy",
+        ),
+    ],
+)
+def test_plugin_args_errors(plugin: str, args: Any, field_path: str, problem: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(_args(plugin, args), "sched.yaml")
+    assert str(exc.value) == f"sched.yaml: profiles[0].pluginConfig[0].args.{field_path}: {problem}"
+
+
+def test_plugin_config_twice_is_an_error() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(
+            _profile(
+                pluginConfig=[
+                    {"name": "InterPodAffinity", "args": {}},
+                    {"name": "InterPodAffinity", "args": {"hardPodAffinityWeight": 5}},
+                ]
+            ),
+            "sched.yaml",
+        )
+    assert str(exc.value) == (
+        "sched.yaml: profiles[0].pluginConfig[1].name: duplicate: InterPodAffinity is "
+        "configured in pluginConfig[0]"
+    )
 
 
 def test_extenders() -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from scheduler.types import NodeInfo, PodInfo
+from scheduler.types import NodeInfo, NodeRecord, PodInfo
 
 __all__ = ["EXACT_LIMIT", "BoolArray", "Int64Array", "IntpArray", "NodeArrays", "Snapshot"]
 
@@ -247,6 +247,7 @@ class Snapshot:
         "_index",
         "_label_codes",
         "_label_masks",
+        "_node_masks",
         "_pod_labels",
         "generation",
         "have_pods_with_affinity",
@@ -270,6 +271,8 @@ class Snapshot:
         self._anti_index: dict[str, int] = {}
         self._arrays: NodeArrays | None = None
         self._label_masks: dict[tuple[str, str], BoolArray] = {}
+        # key -> (a per-row mask, the predicate of a node record that gives it)
+        self._node_masks: dict[object, tuple[BoolArray, Callable[[NodeRecord], bool]]] = {}
         # key -> (codes per row, -1 where the label is missing; the values, by code)
         self._label_codes: dict[str, tuple[Int64Array, list[str], dict[str, int]]] = {}
         # id -> (a per-row count, the function of a NodeInfo that gives it, and optionally
@@ -313,6 +316,7 @@ class Snapshot:
         self.image_num_nodes = images
         self._arrays = None
         self._label_masks = {}
+        self._node_masks = {}
         self._label_codes = {}
         self._count_columns = {}
         self._pod_labels = {}
@@ -351,6 +355,10 @@ class Snapshot:
             labels = new.node.labels
             for (key, value), mask in self._label_masks.items():
                 mask[i] = labels.get(key) == value
+        if self._node_masks and old.node is not new.node:
+            assert new.node is not None
+            for mask, predicate in self._node_masks.values():
+                mask[i] = predicate(new.node)
         if self._label_codes and old.node is not new.node:
             for key, entry in self._label_codes.items():
                 entry[0][i] = _code(entry, _labels(new).get(key))
@@ -406,6 +414,23 @@ class Snapshot:
                 codes[i] = _code(entry, _labels(ni).get(key))
             self._label_codes[key] = entry
         return entry[0], entry[1]
+
+    def node_mask(self, key: object, predicate: Callable[[NodeRecord], bool]) -> BoolArray:
+        """True at the rows of ``node_info_list`` whose node record satisfies ``predicate``
+        (a function of the record only; ``key`` names it), kept current as node records
+        change. Shared: read it, never write it. O(nodes) calls on first use, then one per
+        changed node record."""
+        entry = self._node_masks.get(key)
+        if entry is None:
+            if len(self._node_masks) >= _MAX_LABEL_MASKS:
+                self._node_masks.clear()
+            mask = np.fromiter(
+                (ni.node is not None and predicate(ni.node) for ni in self.node_info_list),
+                dtype=np.bool_,
+                count=len(self.node_info_list),
+            )
+            entry = self._node_masks[key] = (mask, predicate)
+        return entry[0]
 
     def count_column(
         self,
@@ -482,6 +507,9 @@ class Snapshot:
         for (key, value), mask in self._label_masks.items():
             want = [_labels(ni).get(key) == value for ni in self.node_info_list]
             assert mask.tolist() == want, f"label mask {key}={value} drifts"
+        for mask_key, (mask, predicate) in self._node_masks.items():
+            want = [ni.node is not None and predicate(ni.node) for ni in self.node_info_list]
+            assert mask.tolist() == want, f"node mask {mask_key!r} drifts"
         for cid, (col, fn, _) in self._count_columns.items():
             assert col.tolist() == [fn(ni) for ni in self.node_info_list], f"count {cid} drifts"
 

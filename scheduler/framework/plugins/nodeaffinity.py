@@ -1,7 +1,12 @@
 """NodeAffinity: spec.nodeSelector and required node affinity as a filter (both must hold);
 preferred node affinity as a score (sum of the weights of matching terms, normalised).
 PreFilter skips the filter of a pod with neither (upstream); a pod with a nodeSelector and
-no required affinity is filtered in bulk from the snapshot's label masks."""
+no required affinity is filtered in bulk from the snapshot's label masks.
+
+The profile's ``addedAffinity`` (NodeAffinityArgs) applies to every pod on top of its own:
+its required terms are checked first (upstream's "scheduler-enforced node affinity"), its
+preferred terms add to every pod's score. Which nodes match the added terms does not depend
+on the pod, so the bulk filter keeps that mask per snapshot generation."""
 
 from __future__ import annotations
 
@@ -26,6 +31,7 @@ from scheduler.framework.plugins.helper import default_normalize_score, match_no
 from scheduler.types import NodeInfo, NodeRecord, NodeSelectorTerm, PodInfo
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 
 
 def pod_matches_node(pod: PodInfo, node: NodeRecord) -> bool:
@@ -67,11 +73,31 @@ class NodeAffinity:
     name = names.NODE_AFFINITY
     node_only_filter = True  # Filter reads the pod and the node record only
 
+    def __init__(
+        self,
+        *,
+        added_required: Sequence[NodeSelectorTerm] | None = None,
+        added_preferred: Sequence[tuple[int, NodeSelectorTerm]] = (),
+    ) -> None:
+        """``added_required``: the profile's addedAffinity required terms (None: not set,
+        every node matches); ``added_preferred``: its preferred (weight, term) pairs."""
+        self.added_required = None if added_required is None else tuple(added_required)
+        self.added_preferred = tuple((w, t) for w, t in added_preferred if w)
+
+    def _added_matches(self, node: NodeRecord) -> bool:
+        terms = self.added_required
+        return terms is None or match_node_selector_terms(terms, node.labels, node.name)
+
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[PreFilterResult | None, Status]:
-        if not pod.node_selector and pod.required_node_affinity is None:
+        if (
+            not pod.node_selector
+            and pod.required_node_affinity is None
+            and self.added_required is None
+        ):
             return None, SKIP  # the filter has nothing to check for this pod
+        # Only the pod's own terms name nodes (upstream).
         allowed = node_names_from_match_fields(pod.required_node_affinity or ())
         if allowed is None:
             return None, SUCCESS
@@ -86,6 +112,8 @@ class NodeAffinity:
         node = node_info.node
         if node is None:
             return Status.unresolvable("node not found", plugin=self.name)
+        if self.added_required is not None and not self._added_matches(node):
+            return Status.unresolvable(ERR_REASON_ENFORCED, plugin=self.name)
         if not pod.node_selector and pod.required_node_affinity is None:
             return SUCCESS
         if pod_matches_node(pod, node):
@@ -98,12 +126,19 @@ class NodeAffinity:
         mask = np.ones(snapshot.num_nodes(), dtype=np.bool_)
         for key, value in pod.node_selector.items():
             mask &= snapshot.label_mask(key, value)
+        if self.added_required is not None:
+            mask &= self._added_mask_of(snapshot)
         return mask
+
+    def _added_mask_of(self, snapshot: Snapshot) -> BoolArray:
+        """Where the added required terms match, by the snapshot's node order (the same
+        for every pod: the snapshot keeps it current as node records change)."""
+        return snapshot.node_mask(self, self._added_matches)
 
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status:
-        if not pod.preferred_node_affinity:
+        if not pod.preferred_node_affinity and not self.added_preferred:
             state.skip_score_plugins.add(self.name)
         return SUCCESS
 
@@ -112,9 +147,10 @@ class NodeAffinity:
         if node is None:
             return 0
         total = 0
-        for weight, term in pod.preferred_node_affinity:
-            if weight and match_node_selector_terms([term], node.labels, node.name):
-                total += weight
+        for preferred in (self.added_preferred, pod.preferred_node_affinity):
+            for weight, term in preferred:
+                if weight and match_node_selector_terms([term], node.labels, node.name):
+                    total += weight
         return total
 
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
@@ -122,11 +158,20 @@ class NodeAffinity:
 
     def events_to_register(self) -> Iterable[EventRegistration]:
         def hint(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
-            if isinstance(new, NodeRecord) and pod_matches_node(pod, new):
-                if isinstance(old, NodeRecord) and pod_matches_node(pod, old):
-                    return QueueingHint.SKIP  # it matched before: not this plugin's change
-                return QueueingHint.QUEUE
-            return QueueingHint.SKIP
+            if not isinstance(new, NodeRecord) or not self._added_matches(new):
+                return QueueingHint.SKIP  # a node outside the profile's added affinity
+            if not pod_matches_node(pod, new):
+                return QueueingHint.SKIP
+            if (
+                isinstance(old, NodeRecord)
+                and pod_matches_node(pod, old)
+                and self._added_matches(old)
+            ):
+                return QueueingHint.SKIP  # it matched before: not this plugin's change
+            # Unlike upstream, a node that newly matches the added affinity counts too
+            # (upstream's "matched before" reads the pod's own terms only, and leaves such
+            # a pod to the unschedulable pods' periodic flush).
+            return QueueingHint.QUEUE
 
         return [
             EventRegistration(ClusterEvent("Node", "Add"), hint),

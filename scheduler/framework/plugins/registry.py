@@ -78,13 +78,17 @@ def build_framework(
         NodeUnschedulable(),
         NodeName(),
         TaintToleration(),
-        NodeAffinity(),
+        NodeAffinity(
+            added_required=config.node_affinity.required,
+            added_preferred=config.node_affinity.preferred,
+        ),
         NodePorts(),
         NodeResourcesFit(
             strategy=fit.strategy,
             resources=resources,
             shape=fit.shape,
             ignored_resources=fit.ignored_resources,
+            ignored_resource_groups=fit.ignored_resource_groups,
             dra=dra_objects,
         ),
         VolumeRestrictions(volume_objects),
@@ -106,9 +110,22 @@ def build_framework(
             metrics=metrics,
             profile=config.scheduler_name,
         ),
-        PodTopologySpread(selectors=selectors),
-        InterPodAffinity(namespace_labels=namespace_labels),
-        BalancedAllocation(resources, dra=dra_objects),
+        PodTopologySpread(
+            default_constraints=config.topology_spread.default_constraints,
+            system_defaulting=config.topology_spread.system_defaulting,
+            selectors=selectors,
+        ),
+        InterPodAffinity(
+            hard_pod_affinity_weight=config.inter_pod_affinity.hard_pod_affinity_weight,
+            ignore_preferred_terms_of_existing_pods=(
+                config.inter_pod_affinity.ignore_preferred_terms_of_existing_pods
+            ),
+            namespace_labels=namespace_labels,
+        ),
+        BalancedAllocation(
+            tuple(ResourceSpec(n, w) for n, w in config.balanced_allocation.resources),
+            dra=dra_objects,
+        ),
         ImageLocality(),
         SchedulingGates(),
         NodeDeclaredFeatures(),

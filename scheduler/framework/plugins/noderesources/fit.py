@@ -39,7 +39,14 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.helper import broken_linear
-from scheduler.types import DEVICE_CLASS_PREFIX, NodeInfo, NodeRecord, PodInfo, Resource
+from scheduler.types import (
+    DEVICE_CLASS_PREFIX,
+    NodeInfo,
+    NodeRecord,
+    PodInfo,
+    Resource,
+    is_extended_resource_name,
+)
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -346,8 +353,12 @@ class NodeResourcesFit:
         resources: Sequence[ResourceSpec] = DEFAULT_RESOURCES,
         shape: Sequence[tuple[int, int]] = ((0, 10), (100, 0)),
         ignored_resources: Iterable[str] = (),
+        ignored_resource_groups: Iterable[str] = (),
         dra: ExtendedResourceClasses | None = None,
     ) -> None:
+        """``ignored_resources`` / ``ignored_resource_groups``: extended resources (by name,
+        or by the domain before their "/") that Filter does not check (upstream's
+        ignoredResources and ignoredResourceGroups; other names are always checked)."""
         if strategy not in (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO):
             raise ValueError(f"NodeResourcesFitArgs.scoringStrategy.type: unknown {strategy!r}")
         if not resources:
@@ -355,7 +366,8 @@ class NodeResourcesFit:
         self.strategy = strategy
         self.resources = tuple(resources)
         self.shape = tuple(sorted(shape))
-        self.ignored = frozenset(ignored_resources)
+        self.ignored_resources = frozenset(ignored_resources)
+        self.ignored_resource_groups = frozenset(ignored_resource_groups)
         self.dra = dra
         # RequestedToCapacityRatio by utilisation percent (0..100), for score_batch.
         self._ratio_table = (
@@ -386,7 +398,7 @@ class NodeResourcesFit:
         ):
             return SUCCESS
         delegated = delegated_resources(req, self.dra)
-        bad = insufficient_amounts(req, alloc, used, num_pods, self.ignored, delegated)
+        bad = insufficient_amounts(req, alloc, used, num_pods, self._ignored(req), delegated)
         if not bad:
             return SUCCESS
         code = (
@@ -427,8 +439,24 @@ class NodeResourcesFit:
     ) -> bool:
         """``filter_amounts(...).is_success()``, cheaper."""
         req = pod.requests
-        delegated = delegated_resources(req, self.dra) if req.scalar else _NONE
-        return fits_amounts(req, alloc, used, num_pods, self.ignored, delegated)
+        if not req.scalar:
+            return fits_amounts(req, alloc, used, num_pods)
+        delegated = delegated_resources(req, self.dra)
+        return fits_amounts(req, alloc, used, num_pods, self._ignored(req), delegated)
+
+    def _ignored(self, req: Resource) -> frozenset[str]:
+        """The extended resources of ``req`` that Filter does not check."""
+        if not (self.ignored_resources or self.ignored_resource_groups) or not req.scalar:
+            return _NONE
+        return frozenset(
+            name
+            for name in req.scalar
+            if is_extended_resource_name(name)
+            and (
+                name in self.ignored_resources
+                or name.partition("/")[0] in self.ignored_resource_groups
+            )
+        )
 
     # ------------------------------------------------------------------ score
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:

@@ -12,11 +12,18 @@ import pytest
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.framework.interface import Code, CycleState, QueueingHint
 from scheduler.framework.plugins.nodeaffinity import (
+    ERR_REASON_ENFORCED,
     ERR_REASON_POD,
     NodeAffinity,
     node_names_from_match_fields,
 )
-from scheduler.types import NodeInfo, NodeRecord, PodInfo
+from scheduler.types import (
+    NodeInfo,
+    NodeRecord,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    PodInfo,
+)
 from tests.builders import make_node, make_pod
 
 
@@ -571,3 +578,119 @@ def test_nodes_outside_the_pre_filter_set_are_reported_as_upstream() -> None:
     )
     qpi = core.queue.get("default/p")
     assert qpi is not None and "NodeAffinity" in qpi.unschedulable_plugins
+
+
+# --------------------------------------------------------------------------- addedAffinity
+# Upstream: node_affinity_test.go's cases with NodeAffinityArgs.AddedAffinity.
+
+ADDED = (NodeSelectorTerm((NodeSelectorRequirement("zone", "In", ("foo",)),), ()),)
+
+
+@pytest.mark.parametrize(
+    ("pod", "labels", "code", "reason"),
+    [
+        pytest.param(make_pod("p").info(), {"zone": "foo"}, Code.SUCCESS, "", id="matches added"),
+        pytest.param(
+            make_pod("p").info(),
+            {"zone": "bar"},
+            UNRESOLVABLE,
+            ERR_REASON_ENFORCED,
+            id="misses added",
+        ),
+        pytest.param(
+            selector(foo="bar"),
+            {"zone": "foo", "foo": "bar"},
+            Code.SUCCESS,
+            "",
+            id="matches both",
+        ),
+        pytest.param(
+            selector(foo="bar"), {"zone": "foo"}, UNRESOLVABLE, ERR_REASON_POD, id="misses pod's"
+        ),
+        pytest.param(
+            selector(foo="bar"),
+            {"foo": "bar"},
+            UNRESOLVABLE,
+            ERR_REASON_ENFORCED,
+            id="misses added first",
+        ),
+    ],
+)
+def test_added_affinity_filter(
+    pod: PodInfo, labels: dict[str, str], code: Code, reason: str
+) -> None:
+    plugin = NodeAffinity(added_required=ADDED)
+    state = CycleState()
+    _, st = plugin.pre_filter(state, pod, Snapshot())
+    assert st.code == Code.SUCCESS  # not skipped: the added terms apply to every pod
+    ni = NodeInfo(node("n", **labels))
+    got = plugin.filter(state, pod, ni)
+    assert (got.code, got.reasons) == (code, (reason,) if reason else ())
+    snapshot = Snapshot()
+    snapshot.node_info_map = {"n": ni}
+    snapshot.rebuild_lists()
+    mask = plugin.filter_batch(state, pod, snapshot)
+    assert mask is None or mask.tolist() == [code == Code.SUCCESS]
+
+
+def test_added_preferred_terms_add_to_the_pod_s_own() -> None:
+    preferred = [(30, ADDED[0]), (0, ADDED[0])]  # weight 0 counts for nothing
+    plugin = NodeAffinity(added_preferred=preferred)
+    own = make_pod("p").affinity(
+        {
+            "nodeAffinity": {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": 5, "preference": {"matchExpressions": [expr("foo", "Exists")]}}
+                ]
+            }
+        }
+    )
+    state = CycleState()
+    for pod, labels, want in (
+        (make_pod("p").info(), {"zone": "foo"}, 30),
+        (make_pod("p").info(), {"zone": "bar"}, 0),
+        (own.info(), {"zone": "foo", "foo": "x"}, 35),
+        (own.info(), {"foo": "x"}, 5),
+    ):
+        plugin.pre_score(state, pod, [], Snapshot())
+        assert plugin.name not in state.skip_score_plugins
+        assert plugin.score(state, pod, NodeInfo(node("n", **labels))) == want
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "want"),
+    [
+        pytest.param(None, node("n", foo="bar"), QueueingHint.SKIP, id="added node misses added"),
+        pytest.param(
+            None, node("n", foo="bar", zone="foo"), QueueingHint.QUEUE, id="added node matches"
+        ),
+        pytest.param(
+            node("n", foo="bar"),
+            node("n", foo="bar", zone="foo"),
+            QueueingHint.QUEUE,
+            id="node now matches added (upstream skips)",
+        ),
+        pytest.param(
+            node("n", foo="bar", zone="foo"),
+            node("n", foo="bar", zone="foo", x="y"),
+            QueueingHint.SKIP,
+            id="matched both before",
+        ),
+        pytest.param(
+            node("n", zone="foo"),
+            node("n", foo="bar", zone="bar"),
+            QueueingHint.SKIP,
+            id="pod's now, added no longer",
+        ),
+    ],
+)
+def test_added_affinity_node_change_hint(
+    old: NodeRecord | None, new: NodeRecord, want: QueueingHint
+) -> None:
+    plugin = NodeAffinity(added_required=ADDED)
+    hint = next(
+        reg.hint
+        for reg in plugin.events_to_register()
+        if reg.event.action == ("Add" if old is None else "Update")
+    )
+    assert hint(POD_WITH_AFFINITY, old, new) is want

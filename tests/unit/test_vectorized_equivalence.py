@@ -24,13 +24,20 @@ from hypothesis import strategies as st
 
 import scheduler.schedule_one as schedule_one
 from scheduler.clock import FakeClock
-from scheduler.config import SCORE_PLUGINS, NodeResourcesFitArgs, SchedulerConfig
+from scheduler.config import (
+    SCORE_PLUGINS,
+    NodeAffinityArgs,
+    NodeResourcesFitArgs,
+    SchedulerConfig,
+)
 from scheduler.framework.interface import BatchScorePlugin, Code, CycleState, Status
 from scheduler.schedule_one import BindOutcome, SchedulerCore
 from scheduler.types import (
     LabelSelector,
     NodeInfo,
     NodeRecord,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
     PDBInfo,
     PodInfo,
     SelectorObject,
@@ -143,10 +150,19 @@ def configs(draw: st.DrawFn) -> SchedulerConfig:
         shape=draw(_sampled([((0, 10), (100, 0)), ((0, 0), (50, 7), (100, 10))])),
     )
     scores = draw(_sampled([SCORE_PLUGINS, (), ("NodeResourcesFit", "TaintToleration")]))
+    ssd = NodeSelectorTerm((NodeSelectorRequirement("disk", "In", ("ssd",)),), ())
+    not_ssd = NodeSelectorTerm((NodeSelectorRequirement("disk", "DoesNotExist", ()),), ())
+    # A profile's addedAffinity (NodeAffinityArgs): the bulk filter's per-snapshot mask
+    # against the node filter.
+    node_affinity = NodeAffinityArgs(
+        required=draw(_sampled([None, None, (ssd,), (not_ssd,), (ssd, not_ssd)])),
+        preferred=draw(_sampled([(), ((20, ssd),), ((5, not_ssd), (50, ssd))])),
+    )
     return SchedulerConfig(
         percentage_of_nodes_to_score=draw(_sampled([0, 10, 50, 100])),
         scores=scores,
         fit=fit,
+        node_affinity=node_affinity,
     )
 
 

@@ -75,3 +75,88 @@ def test_each_profile_schedules_its_own_pods_with_its_own_plugins(
     assert kit.node_of("theirs") == ""
     assert not kit.events("theirs")
     assert kit.overcommitted(nodes) == {}
+
+
+def test_plugin_args_shape_a_profile_s_decisions(kit: Kit, spawn_scheduler: Any) -> None:
+    """Upstream's plugin args in the live scheduler: NodeAffinity's addedAffinity keeps the
+    profile's pods on its pool (a node that joins the pool takes the pod that waited for
+    it), and PodTopologySpread's List defaults spread the pods of a Service by zone."""
+    name = f"args-{kit.ns}"[:60]
+    pool = f"pool-{kit.ns}"[:63]
+    zone = "topology.kubernetes.io/zone"
+    (a,) = kit.nodes(1, cpu="4", labels={pool: "yes", zone: "a"})
+    (b,) = kit.nodes(1, cpu="2", labels={pool: "yes", zone: "b"})
+    (outside,) = kit.nodes(1, cpu="8", labels={zone: "b"})
+    # Before the scheduler starts, so that its first listing has the Service: a pod is
+    # never scheduled before the scheduler knows the Service that selects it.
+    kit.core.create_namespaced_service(
+        kit.ns,
+        {
+            "metadata": {"name": "web"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+        },
+    )
+    spawn_scheduler(
+        name=name,
+        config={
+            "profiles": [
+                {
+                    "pluginConfig": [
+                        {
+                            "name": "NodeAffinity",
+                            "args": {
+                                "addedAffinity": {
+                                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                                        "nodeSelectorTerms": [
+                                            {
+                                                "matchExpressions": [
+                                                    {"key": pool, "operator": "Exists"}
+                                                ]
+                                            }
+                                        ]
+                                    }
+                                }
+                            },
+                        },
+                        {
+                            "name": "PodTopologySpread",
+                            "args": {
+                                "defaultingType": "List",
+                                "defaultConstraints": [
+                                    {
+                                        "maxSkew": 1,
+                                        "topologyKey": zone,
+                                        "whenUnsatisfiable": "DoNotSchedule",
+                                    }
+                                ],
+                            },
+                        },
+                    ]
+                }
+            ]
+        },
+    )
+    # b has room for two pods of 1 CPU, a for four: the Service's pods alternate zones
+    # until b is full (2 and 2), a fifth goes to a (3 against 2), and a sixth there would
+    # make the skew 2.
+    for i in range(6):
+        kit.create(f"web-{i}", cpu="1", scheduler=name, labels={"app": "web"})
+    where = {i: kit.wait_bound(f"web-{i}") for i in range(5)}
+    assert sorted(where.values()) == sorted([a, a, a, b, b]), where
+    message = kit.wait_failed_with(
+        "web-5", "1 node(s) didn't match pod topology spread constraints"
+    )
+    assert "1 Insufficient cpu" in message
+    # The node outside the pool (and every other test's) fails the added affinity.
+    assert "didn't match scheduler-enforced node affinity" in message
+    # A pod that names the node outside the pool waits for it to join.
+    kit.create(
+        "there",
+        cpu="1",
+        scheduler=name,
+        node_selector={**kit.selector, "kubernetes.io/hostname": outside},
+    )
+    kit.wait_failed_with("there", "didn't match scheduler-enforced node affinity")
+    kit.core.patch_node(outside, {"metadata": {"labels": {pool: "yes"}}})
+    assert kit.wait_bound("there", timeout=30) == outside
+    assert kit.overcommitted([a, b, outside]) == {}

@@ -294,6 +294,12 @@ class SchedulerConfig:
     volume_binding: VolumeBindingArgs = VolumeBindingArgs()
     dynamic_resources: DynamicResourcesArgs = DynamicResourcesArgs()
     async_preemption: bool = True
+    # Upstream's delayCacheUntilActive: with leader election, a standby starts its informers
+    # only once it leads (no cache while it waits, a full listing when it takes over).
+    delay_cache_until_active: bool = False
+    # The field (enableProfiling or enableContentionProfiling) that asked for Go's pprof
+    # endpoints, which py-scheduler does not serve; empty when none did.
+    profiling_requested: str = ""
     # ours: the order of calls waiting at the main client's rate limit (API_CALL_ORDERS)
     api_call_order: str = "Arrival"
     leader_election: LeaderElectionConfig = LeaderElectionConfig()
@@ -401,6 +407,7 @@ def _plugin_set(
     ps = r.mapping(raw, path, {"enabled", "disabled"})
     names = list(default)
     weights: dict[str, int] = {}
+    seen_enabled: dict[str, int] = {}
     for i, d in enumerate(ps.get("disabled") or ()):
         dm = r.mapping(d, f"{path}.disabled[{i}]", {"name"})
         name = r.string(dm.get("name"), f"{path}.disabled[{i}].name")
@@ -417,10 +424,20 @@ def _plugin_set(
             continue
         if name not in known:
             raise r.fail(f"{path}.enabled[{i}].name", f"unknown or unsupported plugin {name!r}")
+        if name in seen_enabled:
+            # Upstream's framework refuses a plugin enabled twice at one point.
+            raise r.fail(
+                f"{path}.enabled[{i}].name", f"{name} is already enabled[{seen_enabled[name]}]"
+            )
+        seen_enabled[name] = i
         if name not in names:
             names.append(name)
-        if "weight" in em:
-            weights[name] = r.integer(em["weight"], f"{path}.enabled[{i}].weight", 1, 100)
+        weight = em.get("weight")
+        if weight is not None:
+            weight = r.integer(weight, f"{path}.enabled[{i}].weight", 0, 2**31 - 1)
+        # As upstream's mergePluginSet, an entry replaces the default one, weight and all:
+        # no weight (or 0) is weight 1, not the default plugin's weight.
+        weights[name] = weight or 1
     return tuple(names), weights
 
 
@@ -447,6 +464,9 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
             "secureServing",
             "pluginModules",
             "extenders",
+            "delayCacheUntilActive",
+            "enableProfiling",
+            "enableContentionProfiling",
         },
     )
     if top.get("apiVersion", API_VERSION) != API_VERSION:
@@ -470,6 +490,15 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         raise r.fail("podMaxBackoffSeconds", "must be >= podInitialBackoffSeconds")
     if "parallelism" in top:
         r.integer(top["parallelism"], "parallelism", 1)  # accepted; we schedule on one loop
+    if top.get("delayCacheUntilActive") is not None:
+        kw["delay_cache_until_active"] = r.boolean(
+            top["delayCacheUntilActive"], "delayCacheUntilActive"
+        )
+    for name in ("enableProfiling", "enableContentionProfiling"):
+        # Go's /debug/pprof has no Python counterpart: accepted (upstream's defaults are
+        # true) and said at start-up when true; docs/deploy.md profiles with py-spy.
+        if top.get(name) is not None and r.boolean(top[name], name):
+            kw.setdefault("profiling_requested", name)
     if "asyncPreemption" in top:
         kw["async_preemption"] = r.boolean(top["asyncPreemption"], "asyncPreemption")
     if "apiCallOrder" in top:
@@ -782,6 +811,11 @@ def _extender_tls(r: _Reader, raw: Any, path: str) -> ExtenderTLS:
     )
 
 
+# Upstream's pod-group extension points (PlacementGenerate, PlacementScore,
+# PodGroupPostFilter): accepted empty, as kube-scheduler writes them out.
+_POD_GROUP_POINTS = ("placementGenerate", "placementScore", "podGroupPostFilter")
+
+
 def _plugin_args(pkw: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
     """The args an out-of-tree plugin was enabled with in a parsed profile (None: in-tree)."""
     return next((args for n, _, args in pkw["out_of_tree"] if n == name), None)
@@ -844,8 +878,19 @@ def _profile(
             "bind",
             "postBind",
             "preEnqueue",
+            *_POD_GROUP_POINTS,
         },
     )
+    for point in _POD_GROUP_POINTS:
+        # kube-scheduler writes these out empty; their plugins (pod-group scheduling,
+        # behind gates that are off by default in v1.37) are not built here.
+        pg = r.mapping(plugins.get(point), f"{at}.plugins.{point}", {"enabled", "disabled"})
+        if pg.get("enabled"):
+            raise r.fail(
+                f"{at}.plugins.{point}.enabled",
+                "the pod-group extension points are not built (their upstream gates are off "
+                "by default in v1.37)",
+            )
     if "multiPoint" in plugins:
         mp, mp_weights = _plugin_set(
             r,
@@ -882,7 +927,8 @@ def _profile(
             scores, w = _plugin_set(
                 r, plugins[point], f"{at}.plugins.{point}", scores, SCORE_PLUGINS + ext
             )
-            weights.update(w)
+            if point == "score":  # upstream reads weights at score and multiPoint only
+                weights.update(w)
     if "postFilter" in plugins:
         post_filters, _ = _plugin_set(
             r,
@@ -1009,7 +1055,8 @@ def _profile(
         bind=bind,
         post_bind=binding["postBind"],
         queue_sort=sorters[0],
-        score_weights=weights,
+        # Weights are read for Score plugins only (upstream's getValidScoreWeights).
+        score_weights={n: w for n, w in weights.items() if n in SCORE_PLUGINS or n in external},
         out_of_tree=tuple(out_of_tree),
     )
     return kw

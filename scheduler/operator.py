@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -174,10 +175,18 @@ async def run_operator(
     else:
         log.info("http_serving", address=f"{config.http_bind_address}:{port}")
 
+    if config.profiling_requested:
+        # Go's /debug/pprof has no counterpart here (docs/deploy.md: py-spy).
+        log.info("profiling_not_served", field=config.profiling_requested)
     elector: LeaderElector | None = None
     lost = asyncio.Event()
+    leading = asyncio.Event()
     if leader_elect:
         le = config.leader_election
+
+        def on_started() -> None:
+            sched.set_leader(True)
+            leading.set()
 
         def on_stopped() -> None:
             sched.set_leader(False)
@@ -191,7 +200,7 @@ async def run_operator(
             lease_duration=le.lease_duration,
             renew_deadline=le.renew_deadline,
             retry_period=le.retry_period,
-            on_started=lambda: sched.set_leader(True),
+            on_started=on_started,
             on_stopped=on_stopped,
         )
     else:
@@ -220,7 +229,20 @@ async def run_operator(
     ready_waiter.cancel()
     stop_waiter.cancel()
     install_signals()
-    tasks = [kopf_task, asyncio.create_task(live.run(), name="scheduler")]
+    delay_cache = config.delay_cache_until_active and elector is not None
+
+    async def run_live() -> None:
+        if delay_cache:
+            # Upstream's delayCacheUntilActive: no informer (and no cache) until this
+            # replica leads; not ready until then, as kube-scheduler's handler-sync check.
+            log.info("informers_wait_for_leadership")
+            gc.enable()  # the start-up pause of the collector is for the first listing
+            await leading.wait()
+            gc.disable()
+            log.info("informers_starting", reason="delayCacheUntilActive")
+        await live.run()
+
+    tasks = [kopf_task, asyncio.create_task(run_live(), name="scheduler")]
     if elector is not None:
         tasks.append(asyncio.create_task(elector.run(), name="leader-election"))
     waiters = [asyncio.create_task(stop_flag.wait()), asyncio.create_task(lost.wait())]

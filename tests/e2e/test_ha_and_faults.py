@@ -87,6 +87,51 @@ def test_two_replicas_only_the_leader_binds_and_the_standby_takes_over(
             assert counts.get(n) == 1, f"{n} bound {counts.get(n)} times"
 
 
+def test_delay_cache_until_active_the_standby_lists_nothing_until_it_leads(
+    kit: Kit,
+    spawn_scheduler: Any,
+) -> None:
+    """Upstream's delayCacheUntilActive: the standby starts no informer (so holds no
+    cache and is not ready) until it takes the lease; then it lists and schedules."""
+    name = f"lazy-{kit.ns}"
+    lease = f"lease-lazy-{kit.ns}"
+    cfg = {"delayCacheUntilActive": True}
+    first = spawn_scheduler(
+        name=name, leader_elect=True, lease_name=lease, config=cfg, wait_ready=False
+    )
+    wait_for(lambda: _leader([first]), 20, "the first replica to lead")
+    first.wait_ready()
+    second = spawn_scheduler(
+        name=name, leader_elect=True, lease_name=lease, config=cfg, wait_ready=False
+    )
+    wait_for(lambda: second.get("/healthz")[0] == 200, 30, "the standby serving /healthz")
+    wait_for(lambda: second.log_events("informers_wait_for_leadership"), 10, "the standby waiting")
+    nodes = kit.nodes(2, cpu="8")
+    for i in range(5):
+        kit.create(f"a-{i}", scheduler=name)
+    for i in range(5):
+        kit.wait_bound(f"a-{i}")
+    # The leader's cache has the nodes and pods; the standby's nothing, as it listed nothing.
+    assert first.metric("scheduler_cache_size", {"type": "nodes"}) >= 2
+    assert second.metric("scheduler_cache_size", {"type": "nodes"}) == 0
+    assert second.metric("py_scheduler_cache_pods") == 0
+    assert second.get("/readyz")[0] == 503
+    assert not second.log_events("initial_state_listed")
+
+    first.kill()  # a crash: the lease is not released
+    for i in range(5):
+        kit.create(f"b-{i}", scheduler=name)
+    wait_for(lambda: _leader([second]), 6 + 10, "the standby to take the lease")
+    for i in range(5):
+        kit.wait_bound(f"b-{i}", timeout=30)
+    second.wait_ready()
+    assert second.log_events("informers_starting")
+    assert second.metric("scheduler_cache_size", {"type": "nodes"}) >= 2
+    counts = _settled_scheduled_counts(kit, [f"{g}-{i}" for g in "ab" for i in range(5)])
+    assert all(counts[f"{g}-{i}"] == 1 for g in "ab" for i in range(5)), counts
+    assert kit.overcommitted(nodes) == {}
+
+
 def test_api_server_restart_while_pods_are_pending_the_scheduler_reconnects_and_finishes(
     kit: Kit,
     spawn_scheduler: Any,

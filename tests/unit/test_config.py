@@ -3,6 +3,7 @@ field path and the file."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -278,9 +279,9 @@ def test_leader_election(le: dict[str, Any], want: LeaderElectionConfig) -> None
             id="unknown plugin",
         ),
         pytest.param(
-            _plugins(score={"enabled": [{"name": "NodeAffinity", "weight": 0}]}),
+            _plugins(score={"enabled": [{"name": "NodeAffinity", "weight": -1}]}),
             "profiles[0].plugins.score.enabled[0].weight",
-            id="weight out of range",
+            id="negative weight",
         ),
         pytest.param(
             _plugins(score={"enabled": [{"name": "NodeAffinity", "wieght": 2}]}),
@@ -873,6 +874,93 @@ def test_plugin_config_twice_is_an_error() -> None:
         "sched.yaml: profiles[0].pluginConfig[1].name: duplicate: InterPodAffinity is "
         "configured in pluginConfig[0]"
     )
+
+
+def test_kube_scheduler_s_own_defaults_are_ours() -> None:
+    """A configuration kube-scheduler v1.37.1 wrote out (every default made explicit) is
+    read as py-scheduler's defaults: the plugin sets, weights and args all agree."""
+    cfg = load_config(Path(__file__).parent / "configs" / "kube-scheduler-v1.37-defaults.yaml")
+    assert cfg == replace(
+        SchedulerConfig(),
+        scheduler_name="default-scheduler",
+        leader_election=replace(LeaderElectionConfig(), resource_name="kube-scheduler"),
+        profiling_requested="enableProfiling",
+    )
+
+
+@pytest.mark.parametrize(
+    ("plugins", "want"),
+    [
+        pytest.param({}, DEFAULT_SCORE_WEIGHTS, id="defaults"),
+        pytest.param(
+            {"score": {"enabled": [{"name": "NodeAffinity"}]}},
+            {**DEFAULT_SCORE_WEIGHTS, "NodeAffinity": 1},
+            id="re-enabled without a weight: 1, not the default's 2",
+        ),
+        pytest.param(
+            {"multiPoint": {"enabled": [{"name": "TaintToleration", "weight": 0}]}},
+            {**DEFAULT_SCORE_WEIGHTS, "TaintToleration": 1},
+            id="weight 0 is 1",
+        ),
+        pytest.param(
+            {
+                "multiPoint": {"enabled": [{"name": "ImageLocality", "weight": 7}]},
+                "score": {"enabled": [{"name": "ImageLocality", "weight": 300}]},
+            },
+            {**DEFAULT_SCORE_WEIGHTS, "ImageLocality": 300},
+            id="score's weight over multiPoint's, above 100",
+        ),
+        pytest.param(
+            {"preScore": {"enabled": [{"name": "InterPodAffinity", "weight": 9}]}},
+            DEFAULT_SCORE_WEIGHTS,
+            id="preScore weights are not read",
+        ),
+        pytest.param(
+            {"multiPoint": {"enabled": [{"name": "NodePorts", "weight": 5}]}},
+            DEFAULT_SCORE_WEIGHTS,
+            id="a plugin that does not score has no weight",
+        ),
+    ],
+)
+def test_score_weights_as_upstream_merges_them(
+    plugins: dict[str, Any], want: dict[str, int]
+) -> None:
+    """Upstream's mergePluginSet: an enabled entry replaces the default one, weight and
+    all; getValidScoreWeights: 0 is 1, Score's weight wins over MultiPoint's."""
+    assert dict(parse_config(_plugins(**plugins)).score_weights) == want
+
+
+def test_enabling_a_plugin_twice_at_one_point_is_an_error() -> None:
+    with pytest.raises(ConfigError) as exc:
+        parse_config(
+            _plugins(score={"enabled": [{"name": "ImageLocality"}, {"name": "ImageLocality"}]}),
+            "sched.yaml",
+        )
+    assert str(exc.value) == (
+        "sched.yaml: profiles[0].plugins.score.enabled[1].name: ImageLocality is already enabled[0]"
+    )
+
+
+def test_pod_group_points_are_accepted_empty_only() -> None:
+    empty = {"placementGenerate": {}, "placementScore": {}, "podGroupPostFilter": {}}
+    assert parse_config(_plugins(**empty)).scores == SCORE_PLUGINS
+    with pytest.raises(ConfigError) as exc:
+        parse_config(_plugins(placementScore={"enabled": [{"name": "X"}]}), "sched.yaml")
+    assert str(exc.value).startswith(
+        "sched.yaml: profiles[0].plugins.placementScore.enabled: the pod-group extension "
+        "points are not built"
+    )
+
+
+def test_debugging_and_cache_fields() -> None:
+    cfg = parse_config({**API, "delayCacheUntilActive": True, "enableProfiling": False})
+    assert cfg.delay_cache_until_active and cfg.profiling_requested == ""
+    contention = parse_config({**API, "enableContentionProfiling": True})
+    assert contention.profiling_requested == "enableContentionProfiling"
+    assert not parse_config({}).delay_cache_until_active
+    with pytest.raises(ConfigError) as exc:
+        parse_config({**API, "delayCacheUntilActive": "yes"}, "sched.yaml")
+    assert str(exc.value) == "sched.yaml: delayCacheUntilActive: expected true or false, got 'yes'"
 
 
 def test_extenders() -> None:

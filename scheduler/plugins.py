@@ -8,7 +8,8 @@ dict; raise ValueError naming the field for a bad one), or ``Plugin(args, handle
 takes a second argument (``handle``: a ``FrameworkHandle``, for the waiting pods, the
 snapshot's nodes, the live scheduler's API client and its event recorder, and listers of
 the claims, volumes, storage classes, CSINodes, namespaces, ResourceClaims,
-ResourceSlices and DeviceClasses it watches), with a ``name``
+ResourceSlices, DeviceClasses, PodDisruptionBudgets, PriorityClasses, Services and
+workload controllers it watches, with upstream's DefaultSelector), with a ``name``
 and any of the extension points below; the framework calls each on the scheduler's single
 thread.
 
@@ -69,11 +70,16 @@ from scheduler.framework.waiting_pods import (
 )
 from scheduler.types import (
     CSINodeInfo,
+    LabelSelector,
     NodeInfo,
     NodeRecord,
+    PDBInfo,
     PodInfo,
+    PriorityClassInfo,
     PVCInfo,
     PVInfo,
+    SelectorObject,
+    ServiceInfo,
     StorageClassInfo,
 )
 
@@ -94,17 +100,22 @@ __all__ = [
     "EventRecorder",
     "EventRegistration",
     "FrameworkHandle",
+    "LabelSelector",
     "NodeInfo",
     "NodeRecord",
+    "PDBInfo",
     "PVCInfo",
     "PVInfo",
     "PodInfo",
     "PostFilterResult",
     "PreFilterResult",
+    "PriorityClassInfo",
     "QueuedPodInfo",
     "QueueingHint",
     "ResourceClaimInfo",
     "ResourceSliceInfo",
+    "SelectorObject",
+    "ServiceInfo",
     "Status",
     "StorageClassInfo",
     "WaitingPod",

@@ -452,6 +452,7 @@ class SchedulerCore:
                 dra=self.dra,
                 now=self.clock.now,
                 metrics=self.observer,
+                priority_classes=self.priority_classes,
             )
             ev.fast_dry_run = self.vectorized
             if self.extenders:

@@ -22,10 +22,23 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from scheduler.draapi import DeviceClassInfo, ResourceClaimInfo, ResourceSliceInfo
 from scheduler.framework.interface import SUCCESS, Code, Status
-from scheduler.types import CSINodeInfo, NodeInfo, PodInfo, PVCInfo, PVInfo, StorageClassInfo
+from scheduler.types import (
+    CSINodeInfo,
+    LabelSelector,
+    NodeInfo,
+    PDBInfo,
+    PodInfo,
+    PriorityClassInfo,
+    PVCInfo,
+    PVInfo,
+    SelectorObject,
+    ServiceInfo,
+    StorageClassInfo,
+)
 
 if TYPE_CHECKING:  # the volume and DRA plugins import this module
     from scheduler.framework.plugins.dynamicresources import DraObjects
+    from scheduler.framework.plugins.helper import SelectorObjects
     from scheduler.framework.plugins.volumebinding import VolumeObjects
 
 __all__ = [
@@ -268,6 +281,9 @@ class FrameworkHandle:
         "_events",
         "_namespaces",
         "_node_infos",
+        "_pdbs",
+        "_priority_classes",
+        "_selectors",
         "_storage",
         "_waiting",
     )
@@ -281,8 +297,15 @@ class FrameworkHandle:
         storage: VolumeObjects | None = None,
         namespace_labels: Callable[[str], Mapping[str, str]] | None = None,
         dra: DraObjects | None = None,
+        *,
+        pdbs: Callable[[], Sequence[PDBInfo]] | None = None,
+        selectors: SelectorObjects | None = None,
+        priority_classes: Mapping[str, PriorityClassInfo] | None = None,
     ) -> None:
         self._dra = dra
+        self._pdbs = pdbs
+        self._selectors = selectors
+        self._priority_classes = priority_classes
         self._waiting = waiting
         self._node_infos = node_infos
         self._client = client
@@ -321,6 +344,38 @@ class FrameworkHandle:
 
     def device_class(self, name: str) -> DeviceClassInfo | None:
         return None if self._dra is None else self._dra.classes.get(name)
+
+    def pod_disruption_budgets(self, namespace: str | None = None) -> Sequence[PDBInfo]:
+        """The PodDisruptionBudgets (of one namespace, or all), with the status the
+        disruption controller last wrote (``disruptions_allowed``); a copy, O(PDBs)."""
+        pdbs = () if self._pdbs is None else self._pdbs()
+        return tuple(p for p in pdbs if namespace is None or p.namespace == namespace)
+
+    def priority_class(self, name: str) -> PriorityClassInfo | None:
+        return None if self._priority_classes is None else self._priority_classes.get(name)
+
+    def services(self, namespace: str) -> Sequence[ServiceInfo]:
+        """A namespace's Services (their selectors), by name; a copy."""
+        if self._selectors is None:
+            return ()
+        by_name = self._selectors.services.get(namespace, {})
+        return tuple(by_name[n] for n in sorted(by_name))
+
+    def controller(self, kind: str, namespace: str, name: str) -> SelectorObject | None:
+        """A ReplicaSet, ReplicationController or StatefulSet (``kind``) by name: its
+        selector, as the scheduler watches them for default spreading."""
+        if self._selectors is None:
+            return None
+        return self._selectors.controllers.get((kind, namespace, name))
+
+    def default_selector(self, pod: PodInfo) -> LabelSelector | None:
+        """Upstream's ``helper.DefaultSelector``: the selectors of the Services that select
+        the pod, and of its ReplicationController, ReplicaSet or StatefulSet, in one
+        selector (None when there are none): what "pods of the same workload" means for
+        default topology spreading, for a plugin of its own kind."""
+        if self._selectors is None:
+            return None
+        return self._selectors.default_selector(pod.namespace, pod.labels, pod.owner_kind_uid)
 
     def namespace_labels(self, name: str) -> Mapping[str, str]:
         """A namespace's labels (empty for a namespace the scheduler does not know)."""

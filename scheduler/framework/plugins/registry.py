@@ -39,7 +39,7 @@ from scheduler.framework.waiting_pods import (
     PodInPreBind,
     WaitingPods,
 )
-from scheduler.types import PDBInfo
+from scheduler.types import PDBInfo, PriorityClassInfo
 
 __all__ = ["build_framework"]
 
@@ -62,6 +62,7 @@ def build_framework(
     dra: DraObjects | None = None,
     now: Callable[[], float] = time.time,
     metrics: DraMetrics | None = None,
+    priority_classes: Mapping[str, PriorityClassInfo] | None = None,
 ) -> tuple[Framework, Evaluator]:
     """``config``: one profile. ``waiting_pods`` (the pods held at Permit) and
     ``pods_in_pre_bind`` (those whose async PreBind is under way): maps that upstream's
@@ -69,7 +70,8 @@ def build_framework(
     ``volumes``: the claims, volumes and classes VolumeBinding reads (none if None);
     ``dra``: the ResourceClaims, ResourceSlices and DeviceClasses DynamicResources reads;
     ``now``: the wall clock (seconds since the epoch) DynamicResources stamps and times
-    allocations with."""
+    allocations with; ``priority_classes``: the PriorityClasses plugins may read through
+    their FrameworkHandle."""
     fit = config.fit
     resources = tuple(ResourceSpec(n, w) for n, w in fit.resources)
     volume_objects = VolumeObjects() if volumes is None else volumes
@@ -142,6 +144,9 @@ def build_framework(
         storage=volume_objects,
         namespace_labels=namespace_labels,
         dra=dra_objects,
+        pdbs=pdbs,
+        selectors=selectors,
+        priority_classes=priority_classes,
     )
     plugins += [
         guard(name, instantiate(cls, args, handle)) for name, cls, args in config.out_of_tree

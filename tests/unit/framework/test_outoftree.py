@@ -24,14 +24,19 @@ from scheduler.plugins import (
     DeviceClassInfo,
     EventRegistration,
     FrameworkHandle,
+    LabelSelector,
     NodeInfo,
+    PDBInfo,
     PodInfo,
+    PriorityClassInfo,
     PVCInfo,
     PVInfo,
     QueuedPodInfo,
     QueueingHint,
     ResourceClaimInfo,
     ResourceSliceInfo,
+    SelectorObject,
+    ServiceInfo,
     Status,
     StorageClassInfo,
 )
@@ -1212,3 +1217,125 @@ def test_a_plugin_reads_resource_claims_slices_and_classes_through_its_handle(
         assert result.placements["default/p"] == "n2"
     finally:
         del sys.modules["device_aware_plugin"]
+
+
+class WorkloadAware:
+    """Keeps a pod off nodes labelled ``draining`` when a PodDisruptionBudget protecting it
+    allows no disruption, and off nodes already running a pod of its own workload (the
+    Services and controller that select it: upstream's DefaultSelector) unless its
+    PriorityClass is ``critical``: a plugin reading the PDBs, Services, controllers and
+    PriorityClasses the scheduler watches, through its handle."""
+
+    name = "WorkloadAware"
+
+    def __init__(self, args: Mapping[str, Any], handle: FrameworkHandle) -> None:
+        self.handle = handle
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        node = node_info.node
+        assert node is not None
+        pdbs: Sequence[PDBInfo] = self.handle.pod_disruption_budgets(pod.namespace)
+        assert self.handle.pod_disruption_budgets("elsewhere") == ()
+        protected = any(
+            p.selector is not None and p.selector.matches(pod.labels) and p.disruptions_allowed == 0
+            for p in pdbs
+        )
+        if protected and node.labels.get("draining") == "true":
+            return Status.unschedulable("protected pod kept off a draining node")
+        services: Sequence[ServiceInfo] = self.handle.services(pod.namespace)
+        assert [s.name for s in services] == ["web"]
+        replica_set: SelectorObject | None = self.handle.controller(
+            "ReplicaSet", "default", "web-1"
+        )
+        assert replica_set is not None and replica_set.selector is not None
+        klass: PriorityClassInfo | None = self.handle.priority_class(pod.priority_class_name)
+        if klass is not None and klass.name == "critical":
+            assert klass.value == 1000
+            return SUCCESS
+        selector: LabelSelector | None = self.handle.default_selector(pod)
+        if selector is None:
+            return SUCCESS
+        if any(
+            p.namespace == pod.namespace and selector.matches(p.labels)
+            for p in node_info.pods.values()
+        ):
+            return Status.unschedulable("a pod of this workload runs here")
+        return SUCCESS
+
+
+def test_a_plugin_reads_pdbs_services_controllers_and_priority_classes_through_its_handle(
+    tmp_path: Any,
+) -> None:
+    mod = types.ModuleType("workload_aware_plugin")
+    mod.WorkloadAware = WorkloadAware  # type: ignore[attr-defined]
+    sys.modules["workload_aware_plugin"] = mod
+    try:
+        cfg = parse_config(
+            {
+                "pluginModules": {"WorkloadAware": "workload_aware_plugin:WorkloadAware"},
+                "profiles": [{"plugins": {"filter": {"enabled": [{"name": "WorkloadAware"}]}}}],
+            },
+            "sched.yaml",
+        )
+        owner = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "name": "web-1",
+            "uid": "rs-uid",
+            "controller": True,
+        }
+
+        def web(name: str, *, critical: bool = False) -> dict[str, Any]:
+            b = make_pod(name).req(cpu="100m").label("app", "web").scheduler("py-scheduler")
+            if critical:
+                b.priority_class("critical")
+            obj = b.obj()
+            obj["metadata"]["ownerReferences"] = [owner]
+            return obj
+
+        objs = [
+            make_node("n1").label("draining", "true").obj(),
+            make_node("n2").obj(),
+            make_node("n3").obj(),
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": "critical"},
+                "value": 1000,
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"selector": {"app": "web"}},
+            },
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": "web-1", "namespace": "default", "uid": "rs-uid"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}},
+            },
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+                "status": {"disruptionsAllowed": 0},
+            },
+            web("w1"),
+            web("w2"),
+            web("w3"),
+            web("w4", critical=True),
+        ]
+        result = _simulate(tmp_path, objs, cfg)
+        placed = dict(result.placements)
+        # n1 is draining: no web pod goes there. The critical pod comes first (priority
+        # 1000) to n2 or n3; of the others one takes the other node, two wait: a pod of
+        # their workload runs on each. The critical pod alone could have shared a node.
+        critical = placed["default/w4"]
+        assert critical in ("n2", "n3")
+        others = {placed[f"default/w{i}"] for i in (1, 2, 3)}
+        assert sorted(map(str, others)) == sorted(["None", "n3" if critical == "n2" else "n2"])
+        assert list(placed.values()).count(None) == 2, placed
+    finally:
+        del sys.modules["workload_aware_plugin"]

@@ -12,9 +12,11 @@ reports, never a test.
 
 ``--scalar`` runs the node-by-node Filter/Score and dry run (``SchedulerCore(vectorized=
 False)``) instead of the bulk numpy paths, to compare the two (their results are the same).
+``--config FILE`` runs every part under that KubeSchedulerConfiguration (plugin sets and
+args) instead of the defaults.
 
 Usage: python benchmarks/core_bench.py [--sizes 100,1000,5000] [--pods 2000] [--json FILE]
-                                       [--scalar]
+                                       [--scalar] [--config FILE]
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from scheduler.clock import FakeClock
-from scheduler.config import SchedulerConfig
+from scheduler.config import ConfigError, SchedulerConfig, load_config
 from scheduler.draapi import (
     device_class_from_dict,
     resource_claim_from_dict,
@@ -134,6 +136,7 @@ def _pod(
 
 VECTORIZED = True  # --scalar sets it False
 UPSTREAM_SELECTOR = True  # --owner-approximation sets it False
+CONFIG = SchedulerConfig()  # --config replaces it
 
 
 def _replica_set(name: str) -> SelectorObject:
@@ -158,7 +161,7 @@ def build(
 ) -> tuple[SchedulerCore, _Ports]:
     ports = _Ports()
     core = SchedulerCore(
-        SchedulerConfig(),
+        CONFIG,
         FakeClock(0.0),
         binder=ports,
         recorder=ports,
@@ -399,6 +402,11 @@ def main() -> int:
         help="pods with a ResourceClaim each, per size (0: none)",
     )
     ap.add_argument("--json", help="write the raw results here")
+    ap.add_argument(
+        "--config",
+        help="a KubeSchedulerConfiguration for every run (its first profile schedules the "
+        "pods, and must be named py-scheduler); default: every default",
+    )
     ap.add_argument("--scalar", action="store_true", help="node-by-node paths, no numpy")
     ap.add_argument(
         "--owner-approximation",
@@ -406,7 +414,14 @@ def main() -> int:
         help="default spreading selects by controller owner (no ReplicaSet objects)",
     )
     args = ap.parse_args()
-    global VECTORIZED, UPSTREAM_SELECTOR
+    global VECTORIZED, UPSTREAM_SELECTOR, CONFIG
+    if args.config:
+        try:
+            CONFIG = load_config(args.config)
+        except ConfigError as e:
+            ap.error(str(e))
+        if CONFIG.scheduler_name != "py-scheduler":
+            ap.error(f"{args.config}: the first profile must be named py-scheduler")
     VECTORIZED = not args.scalar
     UPSTREAM_SELECTOR = not args.owner_approximation
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -418,6 +433,7 @@ def main() -> int:
         "date": time.strftime("%Y-%m-%d"),
         "vectorized": VECTORIZED,
         "upstream_default_selector": UPSTREAM_SELECTOR,
+        "config": args.config or "",
         "throughput": [],
     }
     for n in sizes:

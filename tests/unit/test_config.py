@@ -459,6 +459,13 @@ def _required(*terms: dict[str, Any]) -> dict[str, Any]:
 
 
 POOL_IN = {"key": "pool", "operator": "In", "values": ["a", "b"]}
+TERMS = "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+TERM0 = f"{TERMS}[0]"
+ZONE_STRICT = {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
+
+
+def _list_defaults(*constraints: dict[str, Any]) -> dict[str, Any]:
+    return {"defaultingType": "List", "defaultConstraints": list(constraints)}
 
 
 def test_node_affinity_args() -> None:
@@ -585,54 +592,49 @@ def test_ignored_resource_groups() -> None:
         pytest.param(
             "NodeAffinity",
             _required(),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+            TERMS,
             "must have at least one term (none matches no node)",
             id="no required terms",
         ),
         pytest.param(
             "NodeAffinity",
             _required({}),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]",
+            TERM0,
             "an empty term matches no node",
             id="an empty required term",
         ),
         pytest.param(
             "NodeAffinity",
             _required(_term({"key": "pool", "operator": "Equals", "values": ["a"]})),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].operator",
+            f"{TERM0}.matchExpressions[0].operator",
             "'Equals': supported are In, NotIn, Exists, DoesNotExist, Gt, Lt",
             id="unknown operator",
         ),
         pytest.param(
             "NodeAffinity",
             _required(_term({"key": "pool", "operator": "In"})),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].values",
+            f"{TERM0}.matchExpressions[0].values",
             "for In, must be non-empty",
             id="In without values",
         ),
         pytest.param(
             "NodeAffinity",
             _required(_term({"key": "pool", "operator": "Exists", "values": ["a"]})),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].values",
+            f"{TERM0}.matchExpressions[0].values",
             "for Exists, must be empty",
             id="Exists with values",
         ),
         pytest.param(
             "NodeAffinity",
             _required(_term({"key": "gen", "operator": "Lt", "values": ["three"]})),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].values",
+            f"{TERM0}.matchExpressions[0].values",
             "for Lt, must be a single integer",
             id="Lt not an integer",
         ),
         pytest.param(
             "NodeAffinity",
             _required(_term({"key": "Bad Key", "operator": "Exists"})),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].key",
+            f"{TERM0}.matchExpressions[0].key",
             "'Bad Key': must be 63 characters at most, alphanumerics, '-', '_' or '.', "
             "starting and ending with an alphanumeric",
             id="invalid label key",
@@ -640,16 +642,14 @@ def test_ignored_resource_groups() -> None:
         pytest.param(
             "NodeAffinity",
             _required(_term({"key": "pool", "operator": "In", "values": ["a b"]})),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchExpressions[0].values[0]",
+            f"{TERM0}.matchExpressions[0].values[0]",
             "'a b' is not a valid label value",
             id="invalid label value",
         ),
         pytest.param(
             "NodeAffinity",
             _required(_term(fields=[{"key": "metadata.uid", "operator": "In", "values": ["x"]}])),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchFields[0].key",
+            f"{TERM0}.matchFields[0].key",
             "'metadata.uid': matchFields support metadata.name only",
             id="match field other than the name",
         ),
@@ -658,8 +658,7 @@ def test_ignored_resource_groups() -> None:
             _required(
                 _term(fields=[{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}])
             ),
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-            ".matchFields[0].values",
+            f"{TERM0}.matchFields[0].values",
             "must have one element",
             id="match field with two names",
         ),
@@ -692,11 +691,7 @@ def test_ignored_resource_groups() -> None:
         ),
         pytest.param(
             "PodTopologySpread",
-            {
-                "defaultConstraints": [
-                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
-                ]
-            },
+            {"defaultConstraints": [ZONE_STRICT]},
             "defaultingType",
             "System is invalid when .defaultConstraints are not empty (set List to use them)",
             id="constraints without List",
@@ -710,81 +705,42 @@ def test_ignored_resource_groups() -> None:
         ),
         pytest.param(
             "PodTopologySpread",
-            {
-                "defaultingType": "List",
-                "defaultConstraints": [
-                    {"maxSkew": 0, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"}
-                ],
-            },
+            _list_defaults({**ZONE_STRICT, "maxSkew": 0}),
             "defaultConstraints[0].maxSkew",
             "0 is out of range [1, 2147483647]",
             id="maxSkew zero",
         ),
         pytest.param(
             "PodTopologySpread",
-            {
-                "defaultingType": "List",
-                "defaultConstraints": [{"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}],
-            },
+            _list_defaults({"maxSkew": 1, "whenUnsatisfiable": "DoNotSchedule"}),
             "defaultConstraints[0].topologyKey",
             "can not be empty",
             id="no topology key",
         ),
         pytest.param(
             "PodTopologySpread",
-            {
-                "defaultingType": "List",
-                "defaultConstraints": [
-                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "Sometimes"}
-                ],
-            },
+            _list_defaults({**ZONE_STRICT, "whenUnsatisfiable": "Sometimes"}),
             "defaultConstraints[0].whenUnsatisfiable",
             "'Sometimes': supported are DoNotSchedule and ScheduleAnyway",
             id="unknown action",
         ),
         pytest.param(
             "PodTopologySpread",
-            {
-                "defaultingType": "List",
-                "defaultConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": "zone",
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"app": "web"}},
-                    }
-                ],
-            },
+            _list_defaults({**ZONE_STRICT, "labelSelector": {"matchLabels": {"app": "web"}}}),
             "defaultConstraints[0].labelSelector",
             "constraint must not define a selector, as they deduced for each pod",
             id="a selector",
         ),
         pytest.param(
             "PodTopologySpread",
-            {
-                "defaultingType": "List",
-                "defaultConstraints": [
-                    {"maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
-                    {"maxSkew": 2, "topologyKey": "zone", "whenUnsatisfiable": "DoNotSchedule"},
-                ],
-            },
+            _list_defaults(ZONE_STRICT, {**ZONE_STRICT, "maxSkew": 2}),
             "defaultConstraints[1]",
             "duplicate of defaultConstraints[0]: {zone, DoNotSchedule}",
             id="the same key and action twice",
         ),
         pytest.param(
             "PodTopologySpread",
-            {
-                "defaultingType": "List",
-                "defaultConstraints": [
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": "zone",
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "nodeTaintsPolicy": "Sometimes",
-                    }
-                ],
-            },
+            _list_defaults({**ZONE_STRICT, "nodeTaintsPolicy": "Sometimes"}),
             "defaultConstraints[0].nodeTaintsPolicy",
             "'Sometimes': supported are Honor and Ignore",
             id="unknown inclusion policy",

@@ -1264,78 +1264,75 @@ class WorkloadAware:
 
 
 def test_a_plugin_reads_pdbs_services_controllers_and_priority_classes_through_its_handle(
-    tmp_path: Any,
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     mod = types.ModuleType("workload_aware_plugin")
     mod.WorkloadAware = WorkloadAware  # type: ignore[attr-defined]
-    sys.modules["workload_aware_plugin"] = mod
-    try:
-        cfg = parse_config(
-            {
-                "pluginModules": {"WorkloadAware": "workload_aware_plugin:WorkloadAware"},
-                "profiles": [{"plugins": {"filter": {"enabled": [{"name": "WorkloadAware"}]}}}],
-            },
-            "sched.yaml",
-        )
-        owner = {
+    monkeypatch.setitem(sys.modules, "workload_aware_plugin", mod)
+    cfg = parse_config(
+        {
+            "pluginModules": {"WorkloadAware": "workload_aware_plugin:WorkloadAware"},
+            "profiles": [{"plugins": {"filter": {"enabled": [{"name": "WorkloadAware"}]}}}],
+        },
+        "sched.yaml",
+    )
+    owner = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "web-1",
+        "uid": "rs-uid",
+        "controller": True,
+    }
+
+    def web(name: str, *, critical: bool = False) -> dict[str, Any]:
+        b = make_pod(name).req(cpu="100m").label("app", "web").scheduler("py-scheduler")
+        if critical:
+            b.priority_class("critical")
+        obj = b.obj()
+        obj["metadata"]["ownerReferences"] = [owner]
+        return obj
+
+    objs = [
+        make_node("n1").label("draining", "true").obj(),
+        make_node("n2").obj(),
+        make_node("n3").obj(),
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "critical"},
+            "value": 1000,
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"app": "web"}},
+        },
+        {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
-            "name": "web-1",
-            "uid": "rs-uid",
-            "controller": True,
-        }
-
-        def web(name: str, *, critical: bool = False) -> dict[str, Any]:
-            b = make_pod(name).req(cpu="100m").label("app", "web").scheduler("py-scheduler")
-            if critical:
-                b.priority_class("critical")
-            obj = b.obj()
-            obj["metadata"]["ownerReferences"] = [owner]
-            return obj
-
-        objs = [
-            make_node("n1").label("draining", "true").obj(),
-            make_node("n2").obj(),
-            make_node("n3").obj(),
-            {
-                "apiVersion": "scheduling.k8s.io/v1",
-                "kind": "PriorityClass",
-                "metadata": {"name": "critical"},
-                "value": 1000,
-            },
-            {
-                "apiVersion": "v1",
-                "kind": "Service",
-                "metadata": {"name": "web", "namespace": "default"},
-                "spec": {"selector": {"app": "web"}},
-            },
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "metadata": {"name": "web-1", "namespace": "default", "uid": "rs-uid"},
-                "spec": {"selector": {"matchLabels": {"app": "web"}}},
-            },
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": "web", "namespace": "default"},
-                "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
-                "status": {"disruptionsAllowed": 0},
-            },
-            web("w1"),
-            web("w2"),
-            web("w3"),
-            web("w4", critical=True),
-        ]
-        result = _simulate(tmp_path, objs, cfg)
-        placed = dict(result.placements)
-        # n1 is draining: no web pod goes there. The critical pod comes first (priority
-        # 1000) to n2 or n3; of the others one takes the other node, two wait: a pod of
-        # their workload runs on each. The critical pod alone could have shared a node.
-        critical = placed["default/w4"]
-        assert critical in ("n2", "n3")
-        others = {placed[f"default/w{i}"] for i in (1, 2, 3)}
-        assert sorted(map(str, others)) == sorted(["None", "n3" if critical == "n2" else "n2"])
-        assert list(placed.values()).count(None) == 2, placed
-    finally:
-        del sys.modules["workload_aware_plugin"]
+            "metadata": {"name": "web-1", "namespace": "default", "uid": "rs-uid"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}},
+        },
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+            "status": {"disruptionsAllowed": 0},
+        },
+        web("w1"),
+        web("w2"),
+        web("w3"),
+        web("w4", critical=True),
+    ]
+    result = _simulate(tmp_path, objs, cfg)
+    placed = dict(result.placements)
+    # n1 is draining: no web pod goes there. The critical pod comes first (priority
+    # 1000) to n2 or n3; of the others one takes the other node, two wait: a pod of
+    # their workload runs on each. The critical pod alone could have shared a node.
+    critical = placed["default/w4"]
+    assert critical in ("n2", "n3")
+    others = {placed[f"default/w{i}"] for i in (1, 2, 3)}
+    assert sorted(map(str, others)) == sorted(["None", "n3" if critical == "n2" else "n2"])
+    assert list(placed.values()).count(None) == 2, placed

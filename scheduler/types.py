@@ -1030,25 +1030,54 @@ def _tolerations(raw: Any, obj: str) -> tuple[Toleration, ...]:
     return tuple(out)
 
 
-def _spread_constraints(raw: Any, obj: str) -> tuple[TopologySpreadConstraint, ...]:
+def _spread_constraints(
+    raw: Any, obj: str, labels: Mapping[str, str]
+) -> tuple[TopologySpreadConstraint, ...]:
     out = []
     for i, c in enumerate(raw or ()):
         w = f"spec.topologySpreadConstraints[{i}]"
         sel = c.get("labelSelector")
+        selector = _label_selector(sel, f"{w}.labelSelector", obj) if sel is not None else None
+        keys = c.get("matchLabelKeys")
+        if keys and selector is not None:
+            selector = _with_match_label_keys(selector, keys, labels, f"{w}.matchLabelKeys", obj)
         out.append(
             TopologySpreadConstraint(
                 max_skew=int(c.get("maxSkew", 1)),
                 topology_key=str(c.get("topologyKey", "")),
                 when_unsatisfiable=str(c.get("whenUnsatisfiable", "DoNotSchedule")),
-                label_selector=_label_selector(sel, f"{w}.labelSelector", obj)
-                if sel is not None
-                else None,
+                label_selector=selector,
                 min_domains=int(c.get("minDomains") or 1),
                 node_affinity_policy=str(c.get("nodeAffinityPolicy") or "Honor"),
                 node_taints_policy=str(c.get("nodeTaintsPolicy") or "Ignore"),
             )
         )
     return tuple(out)
+
+
+def _with_match_label_keys(
+    selector: LabelSelector, keys: Any, labels: Mapping[str, str], where: str, obj: str
+) -> LabelSelector:
+    """A constraint's ``matchLabelKeys`` folded into its selector (upstream's
+    filterTopologySpreadConstraints: ``key In (the pod's value)`` for each key the pod has).
+    Since 1.34 the API server folds them in at creation (MatchLabelKeysInPodTopologySpread
+    SelectorMerge), and then the selector already has each requirement: nothing is added
+    twice. Pods created before, or by an older API server, get them here."""
+    if not isinstance(keys, list):
+        raise ParseError(obj, where, "expected a list of label keys")
+    have = set(selector.match_labels)
+    exprs = set(selector.match_expressions)
+    added: list[LabelSelectorRequirement] = []
+    for key in keys:
+        value = labels.get(str(key))
+        if value is None or (str(key), value) in have:
+            continue
+        req = LabelSelectorRequirement(str(key), "In", frozenset((value,)))
+        if req not in exprs and req not in added:
+            added.append(req)
+    if not added:
+        return selector
+    return LabelSelector(selector.match_labels, (*selector.match_expressions, *added))
 
 
 PriorityLookup = Callable[[str], PriorityClassInfo | None]
@@ -1269,7 +1298,7 @@ def pod_from_dict(
     pod.tolerations = _tolerations(spec.get("tolerations"), who)
     pod.host_ports = tuple(host_ports)
     pod.topology_spread_constraints = _spread_constraints(
-        spec.get("topologySpreadConstraints"), who
+        spec.get("topologySpreadConstraints"), who, pod.labels
     )
     pod.images = tuple(images)
     pod.owner_kind_uid = owner

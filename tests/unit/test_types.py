@@ -18,6 +18,8 @@ from scheduler.types import (
     SYSTEM_CLUSTER_CRITICAL,
     SYSTEM_NODE_CRITICAL,
     HostPort,
+    LabelSelector,
+    LabelSelectorRequirement,
     NodeInfo,
     ParseError,
     PodInfo,
@@ -1275,3 +1277,65 @@ def test_generation_and_the_pod_scheduled_condition_are_read() -> None:
     ]
     pod = pod_from_dict(obj)
     assert (pod.generation, pod.pod_scheduled) == (7, "False")
+
+
+WEB = {"matchLabels": {"app": "web"}}
+HASH_IN = {"key": "pod-template-hash", "operator": "In", "values": ["abc"]}
+
+
+@pytest.mark.parametrize(
+    ("selector", "keys", "want"),
+    [
+        pytest.param(
+            WEB,
+            ["pod-template-hash"],
+            LabelSelector(
+                (("app", "web"),),
+                (LabelSelectorRequirement("pod-template-hash", "In", frozenset({"abc"})),),
+            ),
+            id="folded in, as the scheduler does for a selector the API server left alone",
+        ),
+        pytest.param(
+            {**WEB, "matchExpressions": [HASH_IN]},
+            ["pod-template-hash"],
+            LabelSelector(
+                (("app", "web"),),
+                (LabelSelectorRequirement("pod-template-hash", "In", frozenset({"abc"})),),
+            ),
+            id="already folded in by the API server: not twice",
+        ),
+        pytest.param(
+            WEB, ["missing"], LabelSelector((("app", "web"),)), id="a key the pod lacks: nothing"
+        ),
+        pytest.param(None, ["pod-template-hash"], None, id="no selector: still selects nothing"),
+    ],
+)
+def test_spread_constraint_match_label_keys(
+    selector: dict[str, Any] | None, keys: list[str], want: LabelSelector | None
+) -> None:
+    """Upstream's filterTopologySpreadConstraints folds matchLabelKeys into the selector
+    (``key In (the pod's value)``); since 1.34 the API server does it at creation."""
+    constraint: dict[str, Any] = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "matchLabelKeys": keys,
+    }
+    if selector is not None:
+        constraint["labelSelector"] = selector
+    pod = make_pod("p").label("app", "web").label("pod-template-hash", "abc").spread(constraint)
+    (got,) = pod.info().topology_spread_constraints
+    assert got.label_selector == want
+
+
+def test_match_label_keys_must_be_a_list() -> None:
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": "zone",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": WEB,
+        "matchLabelKeys": "app",
+    }
+    with pytest.raises(ParseError) as e:
+        make_pod("p").label("app", "web").spread(constraint).info()
+    assert "spec.topologySpreadConstraints[0].matchLabelKeys" in str(e.value)

@@ -5,9 +5,16 @@ attempts are counted under it, and a pod of one profile preempts a pod of the ot
 
 from __future__ import annotations
 
+import subprocess
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
-from tests.e2e.conftest import wait_for
+import pytest
+import yaml
+
+from scheduler.config import LeaderElectionConfig, SchedulerConfig, load_config
+from tests.e2e.conftest import Cluster, localcluster, wait_for
 from tests.e2e.kit import Kit, settle
 
 
@@ -160,3 +167,33 @@ def test_plugin_args_shape_a_profile_s_decisions(kit: Kit, spawn_scheduler: Any)
     kit.core.patch_node(outside, {"metadata": {"labels": {pool: "yes"}}})
     assert kit.wait_bound("there", timeout=30) == outside
     assert kit.overcommitted([a, b, outside]) == {}
+
+
+def test_kube_scheduler_s_written_out_configuration_reads_as_our_defaults(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """The real kube-scheduler (the one the control plane's binaries came with) writes its
+    defaulted configuration; py-scheduler reads it as its own defaults, but for the names
+    (tests/unit/configs/ keeps a copy for the unit tests; this one checks it has not
+    drifted from the binary)."""
+    if cluster.local is None:
+        pytest.skip("E2E_KUBECONFIG: no kube-scheduler binary comes with an outside cluster")
+    kube_scheduler = localcluster.resolve_bin_dir() / "kube-scheduler"
+    out = tmp_path / "kube-scheduler.yaml"
+    subprocess.run(
+        [str(kube_scheduler), "--kubeconfig", cluster.kubeconfig, f"--write-config-to={out}"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    cfg = load_config(out)
+    assert cfg == replace(
+        SchedulerConfig(),
+        scheduler_name="default-scheduler",
+        leader_election=replace(LeaderElectionConfig(), resource_name="kube-scheduler"),
+        profiling_requested="enableProfiling",
+    )
+    kept = Path(__file__).parents[1] / "unit" / "configs" / "kube-scheduler-v1.37-defaults.yaml"
+    written = yaml.safe_load(out.read_text())
+    written["clientConnection"]["kubeconfig"] = "/etc/kubernetes/scheduler.conf"
+    assert yaml.safe_load(kept.read_text()) == written

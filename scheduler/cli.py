@@ -12,7 +12,7 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from scheduler.config import ConfigError, client_feature, load_config
+from scheduler.config import ConfigError, SchedulerConfig, client_feature, load_config
 
 __all__ = ["console_main", "main"]
 
@@ -26,7 +26,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("run", help="schedule pods of a cluster (the main job)")
-    run.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, then $KUBECONFIG)")
+    run.add_argument(
+        "--kubeconfig",
+        help="kubeconfig file (default: the configuration's clientConnection.kubeconfig, "
+        "then $KUBECONFIG, then in-cluster)",
+    )
     run.add_argument(
         "--config", help="KubeSchedulerConfiguration file (kubescheduler.config.k8s.io/v1)"
     )
@@ -152,7 +156,7 @@ def _start(args: argparse.Namespace) -> int:
 
     from scheduler.operator import run
 
-    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    kubeconfig = _kubeconfig(args, config)
     return _run_loop(
         run(
             config,
@@ -162,6 +166,12 @@ def _start(args: argparse.Namespace) -> int:
             watch_list=watch_list,
         )
     )
+
+
+def _kubeconfig(args: argparse.Namespace, config: SchedulerConfig) -> str | None:
+    """--kubeconfig, else the configuration's clientConnection.kubeconfig (kube-scheduler's
+    order), else $KUBECONFIG, else None (the in-cluster configuration)."""
+    return args.kubeconfig or config.kubeconfig or os.environ.get("KUBECONFIG") or None
 
 
 def _run_loop(main: Coroutine[Any, Any, int]) -> int:
@@ -197,7 +207,7 @@ def _cmd_explain(args: argparse.Namespace) -> int:
     except ConfigError as e:
         print(f"py-scheduler explain: invalid configuration: {e}", file=sys.stderr)
         return 2
-    kubeconfig = args.kubeconfig or os.environ.get("KUBECONFIG") or None
+    kubeconfig = _kubeconfig(args, config)
     try:
         # LISTs only: explain never writes.
         objects = asyncio.run(list_cluster(kubeconfig, qps=config.qps, burst=config.burst))

@@ -306,6 +306,9 @@ class SchedulerConfig:
     # Client QPS/burst: upstream's defaults are 50/100; we keep them (see docs/configuration.md).
     qps: float = 50.0
     burst: int = 100
+    # clientConnection.kubeconfig: the cluster to use when --kubeconfig is not given (as
+    # kube-scheduler's; "": $KUBECONFIG, else the in-cluster configuration).
+    kubeconfig: str = ""
     http_bind_address: str = "127.0.0.1"
     http_port: int = 10260
     secure_serving: SecureServing = SecureServing()
@@ -577,6 +580,8 @@ def parse_config(raw: Any, source: str = "<config>") -> SchedulerConfig:
         kw["qps"] = r.number(cc["qps"], "clientConnection.qps")
     if "burst" in cc:
         kw["burst"] = r.integer(cc["burst"], "clientConnection.burst", 1)
+    if cc.get("kubeconfig"):
+        kw["kubeconfig"] = r.string(cc["kubeconfig"], "clientConnection.kubeconfig")
 
     modules_raw = r.mapping(top.get("pluginModules"), "pluginModules", None)
     modules = {

@@ -8,6 +8,7 @@ stay pending whatever else runs on the cluster; explain is given that profile wi
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -167,3 +168,26 @@ def test_missing_pod_and_bad_name_exit_2(kit: Kit, config: Path) -> None:
     plain = explain(kit, "no-slash", config)
     assert plain.returncode == 2 and plain.stdout == ""
     assert plain.stderr == "py-scheduler explain: pod default/no-slash not found\n"
+
+
+def test_the_configuration_s_kubeconfig_is_used_without_the_flag(kit: Kit, tmp_path: Path) -> None:
+    """clientConnection.kubeconfig names the cluster when --kubeconfig is not given (as
+    kube-scheduler reads it), even with $KUBECONFIG unset."""
+    a, _ = _setup(kit)
+    config = tmp_path / "with-kubeconfig.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "clientConnection": {"kubeconfig": kit.cluster.kubeconfig},
+                "profiles": [{"schedulerName": PROFILE}],
+            }
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    ref = f"{kit.ns}/low-0"
+    argv = [*py_scheduler_command(), "explain", ref, "--config", str(config), "-o", "json"]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["node"] == a

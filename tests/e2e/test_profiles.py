@@ -192,6 +192,7 @@ def test_kube_scheduler_s_written_out_configuration_reads_as_our_defaults(
         scheduler_name="default-scheduler",
         leader_election=replace(LeaderElectionConfig(), resource_name="kube-scheduler"),
         profiling_requested="enableProfiling",
+        kubeconfig=cluster.kubeconfig,
     )
     kept = Path(__file__).parents[1] / "unit" / "configs" / "kube-scheduler-v1.37-defaults.yaml"
     written = yaml.safe_load(out.read_text())

@@ -841,6 +841,7 @@ def test_kube_scheduler_s_own_defaults_are_ours() -> None:
         scheduler_name="default-scheduler",
         leader_election=replace(LeaderElectionConfig(), resource_name="kube-scheduler"),
         profiling_requested="enableProfiling",
+        kubeconfig="/etc/kubernetes/scheduler.conf",
     )
 
 
@@ -1117,3 +1118,32 @@ def test_run_refuses_a_client_feature_gate_that_is_not_a_boolean(
     assert cli.main(["run"]) == 2
     err = capsys.readouterr().err
     assert "KUBE_FEATURE_WatchListClient: 'yes please' is not a boolean" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "configured", "env", "want"),
+    [
+        pytest.param("/flag", "/config", "/env", "/flag", id="the flag first"),
+        pytest.param(None, "/config", "/env", "/config", id="then the configuration's"),
+        pytest.param(None, "", "/env", "/env", id="then $KUBECONFIG"),
+        pytest.param(None, "", None, None, id="else in-cluster"),
+    ],
+)
+def test_which_kubeconfig_run_and_explain_use(
+    flag: str | None,
+    configured: str,
+    env: str | None,
+    want: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+
+    from scheduler.cli import _kubeconfig
+
+    if env is None:
+        monkeypatch.delenv("KUBECONFIG", raising=False)
+    else:
+        monkeypatch.setenv("KUBECONFIG", env)
+    cfg = parse_config({**API, "clientConnection": {"kubeconfig": configured}})
+    assert cfg.kubeconfig == configured
+    assert _kubeconfig(argparse.Namespace(kubeconfig=flag), cfg) == want

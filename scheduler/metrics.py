@@ -381,6 +381,25 @@ class Metrics:
             "misses an event shows here).",
             registry=r,
         )
+        # OpportunisticBatching's (framework/batch.py), upstream's names and labels.
+        self.batch_attempts = Counter(
+            "scheduler_batch_attempts_total",
+            "OpportunisticBatching's node hints by outcome (no_hint, hint_used, hint_not_used).",
+            ["profile", "result"],
+            registry=r,
+        )
+        self.batch_flushes = Counter(
+            "scheduler_batch_cache_flushed_total",
+            "Times OpportunisticBatching dropped its kept scores, by reason.",
+            ["profile", "reason"],
+            registry=r,
+        )
+        self.batch_rescores = Counter(
+            "scheduler_batch_rescore_attempts_total",
+            "Times OpportunisticBatching scored again the node it chose last.",
+            ["profile"],
+            registry=r,
+        )
 
     def child(self, metric: Any, *values: str) -> Any:
         """``metric.labels(*values)``: one series of a labelled metric."""
@@ -408,6 +427,15 @@ class Metrics:
 
     def permit_wait(self, result: str, seconds: float) -> None:
         self.child(self.permit_wait_seconds, result).observe(seconds)
+
+    def batch_attempt(self, profile: str, result: str) -> None:
+        self.child(self.batch_attempts, profile, result).inc()
+
+    def batch_flushed(self, profile: str, reason: str) -> None:
+        self.child(self.batch_flushes, profile, reason).inc()
+
+    def batch_rescored(self, profile: str) -> None:
+        self.child(self.batch_rescores, profile).inc()
 
     def resource_claim_created(self, ok: bool) -> None:
         status = "success" if ok else "failure"

@@ -51,6 +51,7 @@ from scheduler.draapi import (
     DraObject,
     ResourceClaimInfo,
 )
+from scheduler.framework.batch import BatchObserver, Candidates, OpportunisticBatch
 from scheduler.framework.extender import (
     EXTENDER_NAME,
     MAX_EXTENDER_PRIORITY,
@@ -83,7 +84,7 @@ from scheduler.framework.preemption import (
     fit_error_message,
     most_important_first,
 )
-from scheduler.framework.runtime import Framework
+from scheduler.framework.runtime import Framework, int64_column
 from scheduler.framework.waiting_pods import (
     ApiClient,
     EventRecorder,
@@ -284,12 +285,12 @@ class Recorder(Protocol):
         ...
 
 
-class CycleObserver(DraMetrics, Protocol):
+class CycleObserver(DraMetrics, BatchObserver, Protocol):
     """Where a cycle's timings go (the live scheduler's Prometheus metrics; nothing in
     ``simulate``). Upstream's names: scheduling_algorithm_duration, framework
     extension_point_duration, plugin_execution_duration (sampled cycles only),
-    pod_scheduling_sli_duration, pod_scheduled_after_flush and permit_wait_duration; and
-    DynamicResources' (``DraMetrics``)."""
+    pod_scheduling_sli_duration, pod_scheduled_after_flush and permit_wait_duration;
+    DynamicResources' (``DraMetrics``) and OpportunisticBatching's (``BatchObserver``)."""
 
     def algorithm_duration(self, seconds: float) -> None: ...
 
@@ -365,6 +366,15 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
+@dataclass(slots=True)
+class _Scores:
+    """A cycle's scores as OpportunisticBatching keeps them: each plugin's raw scores
+    (None: one was not an int that fits int64) and the totals."""
+
+    raw: dict[str, Int64Array | None] = field(default_factory=dict)
+    totals: Int64Array | None = None
+
+
 @dataclass
 class _Binding:
     qpi: QueuedPodInfo
@@ -402,6 +412,9 @@ class SchedulerCore:
     # Scheduler extenders (scheduler/framework/extender.py), in the order they are asked;
     # with any, cycles run through ``schedule_one_async``.
     extenders: Sequence[Extender] = ()
+    # Upstream's OpportunisticBatching feature gate (framework/batch.py): on by default,
+    # as in 1.35+; it never acts with extenders configured (upstream signs no pod then).
+    opportunistic_batching: bool = True
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -488,6 +501,15 @@ class SchedulerCore:
         if self._extenders_preempt_on:
             for _, ev in self.profiles.values():
                 ev.async_candidate_filter = self._extenders_preempt
+        # Upstream's scheduling cycle count: one a pod popped. OpportunisticBatching keeps
+        # scores only from one cycle to the next.
+        self.cycle = 0
+        # Each profile's OpportunisticBatch, by scheduler name (none with extenders: no
+        # pod is signed then, and their cycles run through ``schedule_one_async``).
+        self.batches: dict[str, OpportunisticBatch] = {}
+        if self.opportunistic_batching and not self.extenders:
+            for name, (fw, _) in self.profiles.items():
+                self.batches[name] = OpportunisticBatch(fw, self.clock.now, self.observer)
 
     # ================================================================== cluster events
     def responsible_for(self, pod: PodInfo) -> bool:
@@ -811,6 +833,7 @@ class SchedulerCore:
         qpi = self.queue.pop()
         if qpi is None:
             return None
+        self.cycle += 1
         pod = qpi.pod
         if pod.terminating or self.cache.get_pod(pod.key) is not None:
             self.queue.done(pod.key)
@@ -1093,14 +1116,47 @@ class SchedulerCore:
         n = self.snapshot.num_nodes()
         if n == 0:
             raise _NoNodesError(ERR_NO_NODES)
-        feasible, rows, diagnosis = self._find_feasible(state, pod)
+        batch = self.batches.get(pod.scheduler_name) if self.batches else None
+        signature = self.framework.sign_pod(pod) if batch is not None else None
+        feasible, rows, diagnosis = self._find_feasible(state, pod, batch, signature)
         if not feasible:
             raise _FitError(diagnosis)
         evaluated = len(diagnosis.node_to_status) + len(feasible)
         if len(feasible) == 1:
+            if batch is not None:
+                batch.store(signature, feasible[0].name, None, self.cycle, others=0)
             return feasible[0].name, evaluated, 1
         self._pre_score(state, pod, feasible, rows)
-        return self._score_and_select(state, pod, feasible, rows, None), evaluated, len(feasible)
+        kept = _Scores() if signature is not None else None
+        host = self._score_and_select(state, pod, feasible, rows, None, kept)
+        if batch is not None:
+            candidates = None if kept is None else self._candidates(feasible, host, kept)
+            batch.store(signature, host, candidates, self.cycle, others=len(feasible) - 1)
+        return host, evaluated, len(feasible)
+
+    def _candidates(
+        self, feasible: Sequence[NodeInfo], host: str, kept: _Scores
+    ) -> Candidates | None:
+        """The feasible nodes other than ``host`` as OpportunisticBatching keeps them, from
+        the scores ``_score_and_select`` left in ``kept`` (None if a score is not an int
+        that fits int64: nothing is kept then)."""
+        totals = kept.totals
+        columns: dict[str, Int64Array] = {}
+        for name, col in kept.raw.items():
+            if col is None:
+                return None
+            columns[name] = col
+        if totals is None:
+            return None
+        names = [ni.name for ni in feasible]
+        at = names.index(host)
+        keep = np.delete(np.arange(len(names)), at)
+        del names[at]
+        # Upstream's Randomizer: a random key per node for ties, drawn from the core's rng
+        # (through one seed) so that a seeded core draws the same keys every run.
+        draw = np.random.default_rng(self.rng.getrandbits(64))
+        rand = draw.integers(1, 2**62, size=len(names), dtype=np.int64)
+        return Candidates(names, {k: v[keep] for k, v in columns.items()}, totals[keep], rand)
 
     async def _schedule_pod_async(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
         """``_schedule_pod`` with the extenders (upstream's schedulePod with
@@ -1153,25 +1209,35 @@ class SchedulerCore:
         feasible: Sequence[NodeInfo],
         rows: IntpArray | None,
         extra: Mapping[str, int] | None,
+        kept: _Scores | None = None,
     ) -> str:
         """Score (the bulk totals when the plugins give them), add the extenders' scores
-        (``extra``, by node name), and draw the host among the best."""
+        (``extra``, by node name), and draw the host among the best. ``kept``, when
+        given, gets each plugin's raw scores and the totals, in ``feasible``'s order, for
+        OpportunisticBatching."""
         fw = self.framework
         t0 = time.perf_counter()
         host = ""
         if rows is not None:
-            totals = fw.run_score_batch(state, pod, self.snapshot, rows)
+            raw: dict[str, Int64Array | None] | None = None if kept is None else {}
+            totals = fw.run_score_batch(state, pod, self.snapshot, rows, raw)
             if totals is not None:
                 if extra:
                     totals = totals + np.array(
                         [extra.get(ni.name, 0) for ni in feasible], dtype=np.int64
                     )
                 host = self._select_host_batch(feasible, totals)
+                if kept is not None and raw is not None:
+                    kept.raw, kept.totals = raw, totals
         if not host:
-            scores = fw.run_score(state, pod, feasible)
+            raw_lists: dict[str, list[int]] | None = None if kept is None else {}
+            scores = fw.run_score(state, pod, feasible, raw_lists)
             if extra:
                 scores = [NodeScore(ns.name, ns.score + extra.get(ns.name, 0)) for ns in scores]
             host = self._select_host(scores)
+            if kept is not None and raw_lists is not None:
+                kept.raw = {k: int64_column(v) for k, v in raw_lists.items()}
+                kept.totals = int64_column([ns.score for ns in scores])
         if self.observer is not None:
             self.observer.extension_point(
                 "Score", "Success", time.perf_counter() - t0, pod.scheduler_name
@@ -1352,15 +1418,26 @@ class SchedulerCore:
         return nodes[best].name if best >= 0 else ""
 
     def _find_feasible(
-        self, state: CycleState, pod: PodInfo
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        batch: OpportunisticBatch | None = None,
+        signature: object = None,
     ) -> tuple[Sequence[NodeInfo], IntpArray | None, Diagnosis]:
-        """PreFilter, the nominated node, then Filter from ``next_start_node_index`` until
-        enough feasible nodes are found. Also returns the feasible nodes' rows in the
-        snapshot when the bulk path found them (None otherwise)."""
+        """PreFilter, the nominated node (or else ``batch``'s hint for a pod with
+        ``signature``), then Filter from ``next_start_node_index`` until enough feasible
+        nodes are found. Also returns the feasible nodes' rows in the snapshot when the
+        bulk path found them (None otherwise)."""
         pre_result, diagnosis = self._pre_filter(state, pod)
         if pre_result is False:
             return [], None, diagnosis
-        nominated = self._nominated_fit(state, pod)
+        nominated_name = self.queue.nominator.nominated_node(pod.key) or pod.nominated_node_name
+        if batch is not None:
+            hint = batch.node_hint(
+                state, pod, signature, self.cycle, self.snapshot, nominated=bool(nominated_name)
+            )
+            nominated_name = nominated_name or hint
+        nominated = self._nominated_fit(state, pod, nominated_name)
         if nominated is not None:
             return [nominated], None, diagnosis
         return self._filter_all(state, pod, pre_result, diagnosis)
@@ -1392,12 +1469,16 @@ class SchedulerCore:
             return False, diagnosis
         return pre_result, diagnosis
 
-    def _nominated_fit(self, state: CycleState, pod: PodInfo) -> NodeInfo | None:
-        """The pod's nominated node when it still passes the Filter plugins (taken then
-        without looking further), else None."""
+    def _nominated_fit(
+        self, state: CycleState, pod: PodInfo, nominated: str | None = None
+    ) -> NodeInfo | None:
+        """The pod's nominated node (or ``nominated``: the node named instead, "" for
+        none) when it still passes the Filter plugins (taken then without looking
+        further), else None."""
         fw = self.framework
         obs = self.observer
-        nominated = self.queue.nominator.nominated_node(pod.key) or pod.nominated_node_name
+        if nominated is None:
+            nominated = self.queue.nominator.nominated_node(pod.key) or pod.nominated_node_name
         if nominated:
             nominated_info = self.snapshot.get(nominated)
             if nominated_info is not None and nominated_info.node is not None:

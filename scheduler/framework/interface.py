@@ -47,6 +47,8 @@ __all__ = [
     "QueueSortPlugin",
     "QueueingHint",
     "ScorePlugin",
+    "SignFragment",
+    "SignPlugin",
     "Status",
 ]
 
@@ -307,6 +309,28 @@ class ScorePlugin(Plugin, Protocol):
     def normalize_scores(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         """Rescale ``scores`` in place to 0..100 (a no-op for plugins already in range)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class SignFragment:
+    """One part of a pod's signature (upstream's SignFragment): ``key`` names what it
+    describes (upstream's signer names, in framework/signers.py, for the parts in-tree
+    plugins read), ``value`` is compared with ``==`` against other pods' values."""
+
+    key: str
+    value: object
+
+
+@runtime_checkable
+class SignPlugin(Plugin, Protocol):
+    """Upstream's SignPlugin, for OpportunisticBatching (framework/batch.py): the parts of
+    the pod this plugin's PreFilter, Filter, PreScore and Score read, so that two pods with
+    equal signatures get the same feasibility and scores on the same nodes. SUCCESS with
+    the fragments (possibly none); any other status: this pod cannot be signed (it is then
+    scheduled on its own). A profile batches only when every PreFilter, Filter, PreScore
+    and Score plugin of it implements ``sign_pod``."""
+
+    def sign_pod(self, pod: PodInfo) -> tuple[Sequence[SignFragment], Status]: ...
 
 
 @runtime_checkable

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -31,8 +31,11 @@ import numpy as np
 
 from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
 from scheduler.backend.queue.nominator import Nominator
+from scheduler.framework import signers as signer_names
 from scheduler.framework.interface import (
     CODE_NAMES,
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
     SUCCESS,
     BatchFilterPlugin,
     BatchScorePlugin,
@@ -56,13 +59,14 @@ from scheduler.framework.interface import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
     Status,
 )
 from scheduler.framework.plugins.names import DEFAULT_BINDER, PRIORITY_SORT
 from scheduler.framework.waiting_pods import PodInPreBind, WaitingPods
 from scheduler.types import NodeInfo, PodInfo
 
-__all__ = ["Framework", "PluginScores"]
+__all__ = ["Framework", "PluginScores", "int64_column"]
 
 _P = TypeVar("_P")
 # CycleState key: the PreBind plugins whose PreBindPreFlight said SKIP.
@@ -129,6 +133,12 @@ class Framework:
     _batch_scorers: dict[str, tuple[object, BatchScorePlugin | None]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    # The plugins that sign pods (upstream's batchablePlugins), in the order they are
+    # asked; None: some PreFilter, Filter, PreScore or Score plugin does not sign, so no
+    # pod of the profile is signed. ``signs_no_pod``: one of them never signs a pod
+    # (PodTopologySpread with default constraints), so asking them is skipped.
+    signers: list[SignPlugin] | None = None
+    signs_no_pod: bool = False
 
     @classmethod
     def build(
@@ -212,6 +222,7 @@ class Framework:
             inspect.iscoroutinefunction(p.pre_bind) for p in fw.pre_bind_plugins
         )
         fw.post_bind_plugins = _in_order(post_binding, post_bind)
+        fw._find_signers()
         if bind is None:
             fw.bind_plugins = list(binding.values())
         else:
@@ -219,6 +230,43 @@ class Framework:
             fw.bind_plugins = _in_order(binding, list(bind)[:first])
             fw.default_binder = DEFAULT_BINDER in bind
         return fw
+
+    def _find_signers(self) -> None:
+        """Upstream's computeBatchablePlugins: every plugin of the points that decide
+        where a pod goes must sign, each asked once."""
+        found: dict[str, SignPlugin] = {}
+        points: list[Sequence[object]] = [
+            self.pre_filter_plugins,
+            self.filter_plugins,
+            self.pre_score_plugins,
+            [w.plugin for w in self.score_plugins],
+        ]
+        for plugins in points:
+            for p in plugins:
+                name = str(getattr(p, "name", type(p).__name__))
+                if name in found:
+                    continue
+                if not isinstance(p, SignPlugin):
+                    self.signers = None
+                    return
+                found[name] = p
+        self.signers = list(found.values())
+        self.signs_no_pod = any(getattr(p, "signs_no_pod", False) for p in self.signers)
+
+    def sign_pod(self, pod: PodInfo) -> tuple[tuple[str, object], ...] | None:
+        """Upstream's SignPod: the pod's signature (each plugin's fragments with the
+        scheduler name, by key), or None when it cannot be signed. Pods with equal
+        signatures are alike to every plugin of the profile."""
+        if self.signers is None or self.signs_no_pod:
+            return None
+        parts: dict[str, object] = {signer_names.SCHEDULER_NAME: pod.scheduler_name}
+        for p in self.signers:
+            fragments, st = p.sign_pod(pod)
+            if not st.is_success():
+                return None
+            for f in fragments:
+                parts[f.key] = f.value
+        return tuple(sorted(parts.items(), key=lambda kv: kv[0]))
 
     # ------------------------------------------------------------------ reserve / postbind
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -663,10 +711,15 @@ class Framework:
         return SUCCESS
 
     def run_score_plugins(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        raw: dict[str, list[int]] | None = None,
     ) -> list[PluginScores]:
         """Each score plugin's normalised 0..100 scores of ``nodes`` (in their order), with
-        its weight; plugins that PreScore skipped are left out."""
+        its weight; plugins that PreScore skipped are left out. ``raw``, when given, gets
+        each plugin's scores before normalisation."""
         out: list[PluginScores] = []
         for w in self.score_plugins:
             p = w.plugin
@@ -674,6 +727,8 @@ class Framework:
                 continue
             t0 = time.perf_counter()
             scores = [p.score(state, pod, ni) for ni in nodes]
+            if raw is not None:
+                raw[p.name] = list(scores)
             p.normalize_scores(state, pod, scores)
             if state.plugin_timer is not None:
                 state.plugin_timer(p.name, "Score", "Success", time.perf_counter() - t0)
@@ -681,12 +736,18 @@ class Framework:
         return out
 
     def run_score_batch(
-        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, rows: IntpArray
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        snapshot: Snapshot,
+        rows: IntpArray,
+        raw: dict[str, Int64Array | None] | None = None,
     ) -> Int64Array | None:
         """``run_score``'s totals for the nodes ``snapshot.node_info_list[rows]``, in that
         order: plugins with ``score_batch`` score them in bulk, the others one by one.
         None if a score is not an int in the range where int64 sums are exact (then use
-        ``run_score``)."""
+        ``run_score``). ``raw``, when given, gets each plugin's scores before
+        normalisation."""
         totals = np.zeros(len(rows), dtype=np.int64)
         nodes: list[NodeInfo] | None = None
         for w in self.score_plugins:
@@ -701,11 +762,15 @@ class Framework:
             t0 = time.perf_counter()
             col = bp.score_batch(state, pod, snapshot, rows) if bp is not None else None
             if bp is not None and col is not None:
+                if raw is not None:
+                    raw[p.name] = col.copy()
                 col = bp.normalize_scores_batch(state, pod, col)
             else:
                 if nodes is None:
                     nodes = [snapshot.node_info_list[i] for i in rows.tolist()]
                 scores = [p.score(state, pod, ni) for ni in nodes]
+                if raw is not None:
+                    raw[p.name] = int64_column(scores)
                 p.normalize_scores(state, pod, scores)
                 if any(
                     not isinstance(s, int) or not -_SCORE_LIMIT < s < _SCORE_LIMIT for s in scores
@@ -720,14 +785,60 @@ class Framework:
         return totals
 
     def run_score(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+        self,
+        state: CycleState,
+        pod: PodInfo,
+        nodes: Sequence[NodeInfo],
+        raw: dict[str, list[int]] | None = None,
     ) -> list[NodeScore]:
-        """Weighted sum of each plugin's normalised 0..100 scores, per node."""
+        """Weighted sum of each plugin's normalised 0..100 scores, per node (``raw``: as
+        ``run_score_plugins``)."""
         totals = [0] * len(nodes)
-        for ps in self.run_score_plugins(state, pod, nodes):
+        for ps in self.run_score_plugins(state, pod, nodes, raw):
             for i, s in enumerate(ps.scores):
                 totals[i] += s * ps.weight
         return [NodeScore(ni.name, totals[i]) for i, ni in enumerate(nodes)]
+
+    # ------------------------------------------------------------------ batching's rescore
+    def raw_scores(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> dict[str, int]:
+        """Each score plugin's score of one node before normalisation (upstream's
+        RunRawScorePlugins; plugins PreScore skipped are left out)."""
+        return {
+            w.plugin.name: w.plugin.score(state, pod, node_info)
+            for w in self.score_plugins
+            if w.plugin.name not in state.skip_score_plugins
+        }
+
+    def normalized_totals(
+        self, state: CycleState, pod: PodInfo, raw: Mapping[str, Int64Array], n: int
+    ) -> Int64Array | None:
+        """Upstream's NormalizeScores: every score plugin's raw scores of ``n`` nodes
+        normalised over them and weighted, summed per node (a plugin ``raw`` lacks scores
+        0). None if a normalised score falls outside 0..100 (upstream's error)."""
+        totals = np.zeros(n, dtype=np.int64)
+        for w in self.score_plugins:
+            p = w.plugin
+            if p.name in state.skip_score_plugins:
+                continue
+            got = raw.get(p.name)
+            col = got.copy() if got is not None else np.zeros(n, dtype=np.int64)
+            if isinstance(p, BatchScorePlugin):
+                col = p.normalize_scores_batch(state, pod, col)
+            else:
+                scores = col.tolist()
+                p.normalize_scores(state, pod, scores)
+                col = np.array(scores, dtype=np.int64)
+            if n and (int(col.min()) < MIN_NODE_SCORE or int(col.max()) > MAX_NODE_SCORE):
+                return None
+            totals += col * w.weight
+        return totals
+
+
+def int64_column(scores: list[int]) -> Int64Array | None:
+    """Raw scores as an int64 column, None when one is not an int that fits."""
+    if any(not isinstance(x, int) or not -_SCORE_LIMIT < x < _SCORE_LIMIT for x in scores):
+        return None
+    return np.array(scores, dtype=np.int64)
 
 
 class _PostFilterRun:

@@ -71,6 +71,7 @@ from scheduler.framework.interface import (
     PostFilterResult,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins.draallocator import (
@@ -571,6 +572,14 @@ class DraMetrics(Protocol):
 
 class DynamicResources:
     name = NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """A pod with ResourceClaims is not signable (as upstream: whether its devices
+        fit one pod per node is not simple to tell)."""
+        if pod.resource_claims:
+            return [], Status.unschedulable("pods with dra resource claims are not signable")
+        return [], SUCCESS
+
     node_only_filter = True  # Filter reads the pod's state and the node record only
 
     def __init__(

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from scheduler.backend.cache.snapshot import Int64Array, IntpArray, Snapshot
-from scheduler.framework.interface import MAX_NODE_SCORE, SUCCESS, CycleState, Status
+from scheduler.framework import signers
+from scheduler.framework.interface import MAX_NODE_SCORE, SUCCESS, CycleState, SignFragment, Status
 from scheduler.framework.plugins import names
 from scheduler.types import NodeInfo, PodInfo
 
@@ -32,6 +33,14 @@ def normalized_image_name(name: str) -> str:
 
 class ImageLocality:
     name = names.IMAGE_LOCALITY
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Scoring reads the pod's images, as their canonical names."""
+        return [
+            SignFragment(
+                signers.IMAGE_NAMES, tuple(sorted({normalized_image_name(i) for i in pod.images}))
+            )
+        ], SUCCESS
 
     def pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot

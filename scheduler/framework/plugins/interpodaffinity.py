@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SKIP,
@@ -51,6 +52,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -298,6 +300,16 @@ def _add_weighted_terms(
 
 class InterPodAffinity:
     name = names.INTER_POD_AFFINITY
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """A pod with affinity terms of its own depends on where other pods are: not
+        signable. Else its labels, which other pods' terms may select (unless only the
+        terms of pods with affinity count, ``ignorePreferredTermsOfExistingPods``)."""
+        if pod.has_affinity:
+            return [], Status.unschedulable("pods with InterPodAffinity are not signable")
+        if self.ignore_preferred_terms_of_existing_pods:
+            return [], SUCCESS
+        return [SignFragment(signers.LABELS, pod.labels)], SUCCESS
 
     def __init__(
         self,

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.backend.cache.snapshot import BoolArray, Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -24,6 +25,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -71,6 +73,15 @@ def node_names_from_match_fields(terms: Sequence[NodeSelectorTerm]) -> frozenset
 
 class NodeAffinity:
     name = names.NODE_AFFINITY
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering and scoring read the pod's node affinity and node selector (the
+        profile's added affinity is the same for every pod)."""
+        return [
+            SignFragment(signers.NODE_AFFINITY, signers.node_affinity(pod)),
+            SignFragment(signers.NODE_SELECTOR, pod.node_selector),
+        ], SUCCESS
+
     node_only_filter = True  # Filter reads the pod and the node record only
 
     def __init__(

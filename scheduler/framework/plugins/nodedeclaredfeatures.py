@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from scheduler.backend.cache.snapshot import BoolArray, Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -23,6 +24,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -38,6 +40,11 @@ def _declares(node_info: NodeInfo, needed: frozenset[str]) -> bool:
 
 class NodeDeclaredFeatures:
     name = names.NODE_DECLARED_FEATURES
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering reads the node features the pod needs."""
+        return [SignFragment(signers.FEATURES, tuple(sorted(pod.required_features)))], SUCCESS
+
     node_only_filter = True  # Filter reads the pod and the node record only
 
     def pre_filter(

@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from scheduler.backend.cache.snapshot import BoolArray, Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SUCCESS,
     ClusterEvent,
     CycleState,
     EventRegistration,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -25,6 +27,11 @@ ERR_REASON = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = names.NODE_NAME
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering reads spec.nodeName."""
+        return [SignFragment(signers.NODE_NAME, pod.node_name)], SUCCESS
+
     node_only_filter = True  # Filter reads the pod and the node record only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -16,6 +17,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -34,6 +36,10 @@ def _conflicts(hp: HostPort, used: Iterable[tuple[str, str, int]]) -> bool:
 
 class NodePorts:
     name = names.NODE_PORTS
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering reads the pod's host ports."""
+        return [SignFragment(signers.HOST_PORTS, signers.host_ports(pod))], SUCCESS
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

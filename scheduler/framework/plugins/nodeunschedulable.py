@@ -9,12 +9,14 @@ from typing import Any
 import numpy as np
 
 from scheduler.backend.cache.snapshot import BoolArray, Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SUCCESS,
     ClusterEvent,
     CycleState,
     EventRegistration,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -30,6 +32,11 @@ def _tolerated(pod: PodInfo) -> bool:
 
 class NodeUnschedulable:
     name = names.NODE_UNSCHEDULABLE
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering reads the pod's tolerations."""
+        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], SUCCESS
+
     node_only_filter = True  # Filter reads the pod and the node record only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.csimigration import CSI_DRIVERS, MIGRATION_ON
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -37,6 +38,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -67,6 +69,10 @@ def _migration_on(csi_node: CSINodeInfo | None, plugin: str) -> bool:
 
 class NodeVolumeLimits:
     name = names.NODE_VOLUME_LIMITS
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering reads the pod's volumes."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], SUCCESS
 
     def __init__(self, objects: VolumeObjects, *, prefix: str | None = None) -> None:
         self.objects = objects

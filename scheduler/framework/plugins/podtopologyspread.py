@@ -66,6 +66,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -540,6 +541,22 @@ def _round_half_away(x: float) -> int:
 
 class PodTopologySpread:
     name = names.POD_TOPOLOGY_SPREAD
+
+    @property
+    def signs_no_pod(self) -> bool:
+        """No pod of this profile can be signed (read once, when the framework is built)."""
+        return bool(self.default_constraints)
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Spreading depends on where other pods are: a pod with constraints, its own or
+        the profile's defaults, is not signable."""
+        if pod.topology_spread_constraints:
+            return [], Status.unschedulable("pods with topology constraints are not signable")
+        if self.default_constraints:
+            return [], Status.unschedulable(
+                "pods with default topology constraints are not signable"
+            )
+        return [], SUCCESS
 
     def __init__(
         self,

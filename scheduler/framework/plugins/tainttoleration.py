@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 
 from scheduler.backend.cache.snapshot import BoolArray, Int64Array, IntpArray, Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SUCCESS,
     ClusterEvent,
     CycleState,
     EventRegistration,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -45,6 +47,11 @@ def find_untolerated_taint(
 
 class TaintToleration:
     name = names.TAINT_TOLERATION
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering and scoring read the pod's tolerations."""
+        return [SignFragment(signers.TOLERATIONS, signers.tolerations(pod))], SUCCESS
+
     node_only_filter = True  # Filter reads the pod and the node record only
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:

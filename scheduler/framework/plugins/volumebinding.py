@@ -38,6 +38,7 @@ from typing import Any
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.csimigration import MIGRATION_ON
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -46,6 +47,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -285,6 +287,11 @@ def _could_take(pv: PVInfo, claim: PVCInfo) -> tuple[bool, bool]:
 
 class VolumeBinding:
     name = names.VOLUME_BINDING
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering and scoring read the pod's volumes."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], SUCCESS
+
     node_only_filter = True  # Filter reads the pod's state and the node record only
 
     def __init__(

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -25,6 +26,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -60,6 +62,10 @@ def _disks_conflict(pod: PodInfo, other: PodInfo) -> bool:
 
 class VolumeRestrictions:
     name = names.VOLUME_RESTRICTIONS
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering reads the pod's volumes."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], SUCCESS
 
     def __init__(self, objects: VolumeObjects) -> None:
         self.objects = objects

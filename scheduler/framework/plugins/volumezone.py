@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from scheduler.backend.cache.snapshot import Snapshot
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
@@ -23,6 +24,7 @@ from scheduler.framework.interface import (
     EventRegistration,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -68,6 +70,11 @@ def volume_topologies(pv: PVInfo) -> tuple[_Topology, ...]:
 
 class VolumeZone:
     name = names.VOLUME_ZONE
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering reads the pod's volumes."""
+        return [SignFragment(signers.VOLUMES, signers.volumes(pod))], SUCCESS
+
     node_only_filter = True  # Filter reads the pod's state and the node record only
 
     def __init__(self, objects: VolumeObjects) -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import numpy.typing as npt
 
 from scheduler.backend.cache.snapshot import Int64Array, IntpArray, Snapshot
-from scheduler.framework.interface import MAX_NODE_SCORE, SUCCESS, CycleState, Status
+from scheduler.framework.interface import MAX_NODE_SCORE, SUCCESS, CycleState, SignFragment, Status
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.noderesources.fit import (
     DEFAULT_RESOURCES,
@@ -23,6 +23,7 @@ from scheduler.framework.plugins.noderesources.fit import (
     batch_columns,
     pod_amount,
     resource_vectors,
+    sign_requests,
 )
 from scheduler.types import NodeInfo, PodInfo
 
@@ -72,6 +73,11 @@ def _balanced_score_columns(fractions: list[FloatArray], n: int) -> Int64Array:
 
 class BalancedAllocation:
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Scoring reads the pod's requests; a pod whose extended resources devices back
+        is not signable."""
+        return sign_requests(pod, self.dra)
 
     def __init__(
         self,

@@ -27,6 +27,7 @@ from scheduler.backend.cache.snapshot import (
     NodeArrays,
     Snapshot,
 )
+from scheduler.framework import signers
 from scheduler.framework.interface import (
     MAX_NODE_SCORE,
     SUCCESS,
@@ -35,6 +36,7 @@ from scheduler.framework.interface import (
     CycleState,
     EventRegistration,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.plugins import names
@@ -84,6 +86,18 @@ def delegated_resources(req: Resource, dra: ExtendedResourceClasses | None) -> f
     if dra is None or not req.scalar or not dra.backs_extended_resources:
         return _NONE
     return frozenset(n for n, q in req.scalar.items() if q and dra.extended_class(n) is not None)
+
+
+def sign_requests(
+    pod: PodInfo, dra: ExtendedResourceClasses | None
+) -> tuple[list[SignFragment], Status]:
+    """NodeResourcesFit's and BalancedAllocation's signature: the pod's requests, unless
+    devices back one of its extended resources (a claim is then made for it)."""
+    if delegated_resources(pod.requests, dra):
+        return [], Status.unschedulable(
+            "signature disabled when dra extended resources are used in the cluster"
+        )
+    return [SignFragment(signers.RESOURCES, signers.resources(pod))], SUCCESS
 
 
 def insufficient_resources(
@@ -345,6 +359,11 @@ def _most(requested: int, capacity: int) -> int:
 
 class NodeResourcesFit:
     name = names.NODE_RESOURCES_FIT
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filtering and scoring read the pod's requests; a pod whose extended resources
+        devices back is not signable."""
+        return sign_requests(pod, self.dra)
 
     def __init__(
         self,

@@ -12,9 +12,21 @@ import sys
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from scheduler.config import ConfigError, SchedulerConfig, client_feature, load_config
+from scheduler.config import (
+    ConfigError,
+    SchedulerConfig,
+    client_feature,
+    load_config,
+    with_feature_gates,
+)
 
 __all__ = ["console_main", "main"]
+
+
+_FEATURE_GATES_HELP = (
+    "kube-scheduler's feature gates, as its flag: OpportunisticBatching=true|false (on by "
+    "default, as v1.37); the others are fixed at their v1.37 defaults"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,6 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--port", type=int, help="health/metrics port (overrides config httpPort)")
     run.add_argument("--bind-address", help="health/metrics address (overrides httpBindAddress)")
+    run.add_argument("--feature-gates", help=_FEATURE_GATES_HELP)
     run.add_argument(
         "--events-in-process",
         action="store_true",
@@ -93,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sim.add_argument("--config", help="KubeSchedulerConfiguration file")
     sim.add_argument("--seed", type=int, default=0, help="random seed (ties, offsets)")
+    sim.add_argument("--feature-gates", help=_FEATURE_GATES_HELP)
     sim.add_argument(
         "-o",
         "--output",
@@ -136,7 +150,7 @@ def _start(args: argparse.Namespace) -> int:
     from scheduler.logging import configure_logging
 
     try:
-        config = load_config(args.config)
+        config = with_feature_gates(load_config(args.config), args.feature_gates)
         if config.extenders:
             from scheduler.kube.extender import check_tls
 

@@ -302,6 +302,9 @@ class SchedulerConfig:
     profiling_requested: str = ""
     # ours: the order of calls waiting at the main client's rate limit (API_CALL_ORDERS)
     api_call_order: str = "Arrival"
+    # Upstream's OpportunisticBatching feature gate (framework/batch.py): not a field of
+    # the file; ``--feature-gates`` sets it (``feature_gates``).
+    opportunistic_batching: bool = True
     leader_election: LeaderElectionConfig = LeaderElectionConfig()
     # Client QPS/burst: upstream's defaults are 50/100; we keep them (see docs/configuration.md).
     qps: float = 50.0
@@ -1500,3 +1503,45 @@ def client_feature(name: str, environ: Mapping[str, str]) -> bool:
     if value in _FALSE:
         return False
     raise ConfigError(f"environment variable {var}: {value!r} is not a boolean (true or false)")
+
+
+# kube-scheduler's feature gates that ``--feature-gates`` may set, with their v1.37
+# defaults. Every other gate is fixed at its v1.37 default (docs/configuration.md).
+SCHEDULER_FEATURES = {"OpportunisticBatching": True}
+
+
+def feature_gates(text: str) -> dict[str, bool]:
+    """``--feature-gates`` as kube-scheduler reads it: ``Name=true,Other=false``. Raises
+    ConfigError naming the flag for a gate py-scheduler does not set or a value that is not
+    a boolean."""
+    gates: dict[str, bool] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep:
+            raise ConfigError(f"--feature-gates: {item!r}: missing =true or =false")
+        if name not in SCHEDULER_FEATURES:
+            known = ", ".join(sorted(SCHEDULER_FEATURES))
+            raise ConfigError(
+                f"--feature-gates: unrecognized feature gate {name!r} (py-scheduler sets "
+                f"{known}; the others are fixed at their v1.37 defaults)"
+            )
+        if value in _TRUE:
+            gates[name] = True
+        elif value in _FALSE:
+            gates[name] = False
+        else:
+            raise ConfigError(f"--feature-gates: {name}={value!r}: not a boolean (true or false)")
+    return gates
+
+
+def with_feature_gates(config: SchedulerConfig, text: str | None) -> SchedulerConfig:
+    """``config`` with the gates ``--feature-gates`` sets (``text``; None: none)."""
+    if not text:
+        return config
+    gates = feature_gates(text)
+    batching = gates.get("OpportunisticBatching", config.opportunistic_batching)
+    return replace(config, opportunistic_batching=batching)

@@ -22,6 +22,10 @@ thread.
 - ``pre_score(state, pod, nodes, snapshot) -> Status``
 - ``score(state, pod, node_info) -> int`` and, optionally,
   ``normalize_scores(state, pod, scores) -> None`` (in place, to 0..MAX_NODE_SCORE)
+- ``sign_pod(pod) -> (list[SignFragment], Status)`` (Sign, for OpportunisticBatching: the
+  parts of the pod this plugin's PreFilter, Filter, PreScore and Score read; a profile
+  batches pods only when all of its plugins at those points sign, and a pod only when
+  every one of them answers SUCCESS)
 - ``reserve(state, pod, node_name) -> Status`` with ``unreserve(state, pod, node_name)``
   (both or neither)
 - ``permit(state, pod, node_name) -> (Status, timeout_seconds)`` (WAIT holds the pod until
@@ -58,6 +62,7 @@ from scheduler.framework.interface import (
     PostFilterResult,
     PreFilterResult,
     QueueingHint,
+    SignFragment,
     Status,
 )
 from scheduler.framework.outoftree import ENTRY_POINT_GROUP
@@ -116,6 +121,7 @@ __all__ = [
     "ResourceSliceInfo",
     "SelectorObject",
     "ServiceInfo",
+    "SignFragment",
     "Status",
     "StorageClassInfo",
     "WaitingPod",

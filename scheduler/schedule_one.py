@@ -412,9 +412,6 @@ class SchedulerCore:
     # Scheduler extenders (scheduler/framework/extender.py), in the order they are asked;
     # with any, cycles run through ``schedule_one_async``.
     extenders: Sequence[Extender] = ()
-    # Upstream's OpportunisticBatching feature gate (framework/batch.py): on by default,
-    # as in 1.35+; it never acts with extenders configured (upstream signs no pod then).
-    opportunistic_batching: bool = True
 
     def __post_init__(self) -> None:
         self.cache = Cache()
@@ -507,7 +504,7 @@ class SchedulerCore:
         # Each profile's OpportunisticBatch, by scheduler name (none with extenders: no
         # pod is signed then, and their cycles run through ``schedule_one_async``).
         self.batches: dict[str, OpportunisticBatch] = {}
-        if self.opportunistic_batching and not self.extenders:
+        if self.config.opportunistic_batching and not self.extenders:
             for name, (fw, _) in self.profiles.items():
                 self.batches[name] = OpportunisticBatch(fw, self.clock.now, self.observer)
 

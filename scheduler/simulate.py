@@ -43,7 +43,13 @@ from typing import Any, TypeVar
 
 from scheduler.backend.queue import BACKOFF_Q, GATED_Q, UNSCHEDULABLE_Q
 from scheduler.clock import FakeClock
-from scheduler.config import ConfigError, SchedulerConfig, extenders_note, load_config
+from scheduler.config import (
+    ConfigError,
+    SchedulerConfig,
+    extenders_note,
+    load_config,
+    with_feature_gates,
+)
 from scheduler.decode import Document, InputError, ObjectDecoder, load_documents
 from scheduler.draapi import DraObject
 from scheduler.framework.interface import Status
@@ -810,7 +816,7 @@ def to_text(result: SimulationResult) -> str:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        config = load_config(args.config)
+        config = with_feature_gates(load_config(args.config), args.feature_gates)
     except ConfigError as e:
         print(f"py-scheduler simulate: invalid configuration: {e}", file=sys.stderr)
         return 2

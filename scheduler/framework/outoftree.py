@@ -13,7 +13,8 @@ What it owns:
   the configuration loader turns that into its usual file-and-field error (exit 2).
 - ``guard``: a wrapper with exactly the extension points the plugin implements, each
   call guarded: an exception in PreFilter, Filter, PreScore or PostFilter becomes an Error
-  status naming the plugin; in Score or NormalizeScore it becomes ``PluginRaised``, which
+  status naming the plugin (in Sign, an unsigned pod); in Score or NormalizeScore it
+  becomes ``PluginRaised``, which
   the scheduling cycle reports as an Error for that pod. Either way the pod gets an Error
   status naming the plugin and the scheduler goes on serving other pods. An exception in
   PreEnqueue is an Error status too: the pod stays gated until the plugin lets it in; in
@@ -35,7 +36,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from scheduler.backend.queue.events import ANY
-from scheduler.framework.interface import ClusterEvent, Code, EventRegistration, Status
+from scheduler.framework.interface import (
+    ClusterEvent,
+    Code,
+    EventRegistration,
+    SignFragment,
+    Status,
+)
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -57,6 +64,7 @@ _POINTS = (
     "pre_score",
     "score",
     "normalize_scores",
+    "sign_pod",
     "is_eligible_victim",
     "ordered_score_funcs",
     "reserve",
@@ -168,6 +176,7 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
         "pre_score": "PreScore",
         "score": "Score",
         "normalize_scores": "NormalizeScore",
+        "sign_pod": "Sign",
         "is_eligible_victim": "IsEligiblePod",
         "ordered_score_funcs": "OrderedScoreFuncs",
         "reserve": "Reserve",
@@ -191,6 +200,8 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
                 return None, error(e)
 
         return call_pair
+    if point == "sign_pod":
+        return _guarded_sign(name, method, error)
     if point == "permit":
 
         def call_permit(*args: Any) -> Any:
@@ -246,6 +257,27 @@ def _guarded(name: str, point: str, method: Callable[..., Any]) -> Callable[...,
             raise PluginRaised(name, label, e) from e
 
     return call_value
+
+
+def _guarded_sign(
+    name: str, method: Callable[..., Any], error: Callable[[BaseException], Status]
+) -> Callable[..., Any]:
+    """A ``sign_pod`` whose exception, or answer that is not ``(fragments, Status)`` with
+    SignFragments, leaves the pod unsigned (an Error status naming the plugin): the pod is
+    then scheduled on its own, as any pod that cannot be signed."""
+
+    def call_sign(pod: Any) -> Any:
+        try:
+            fragments, st = method(pod)
+            if not isinstance(st, Status) or not all(
+                isinstance(f, SignFragment) for f in fragments
+            ):
+                raise TypeError("sign_pod must return (a list of SignFragment, a Status)")
+            return fragments, st
+        except Exception as e:
+            return (), error(e)
+
+    return call_sign
 
 
 def _guarded_less(name: str, method: Callable[..., Any]) -> Callable[..., Any]:

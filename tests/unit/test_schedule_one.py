@@ -66,14 +66,8 @@ def harness(
 ) -> H:
     clock = FakeClock()
     binder, recorder = RecordingBinder(), RecordingRecorder()
-    core = SchedulerCore(
-        config,
-        clock,
-        binder,
-        recorder,
-        rng=random.Random(seed),
-        opportunistic_batching=batching,
-    )
+    config = replace(config, opportunistic_batching=batching)
+    core = SchedulerCore(config, clock, binder, recorder, rng=random.Random(seed))
     for n in nodes:
         core.on_node_add(n)
     for p in pods:

@@ -504,6 +504,7 @@ class SchedulerCore:
         # Each profile's OpportunisticBatch, by scheduler name (none with extenders: no
         # pod is signed then, and their cycles run through ``schedule_one_async``).
         self.batches: dict[str, OpportunisticBatch] = {}
+        self._tie_draw: np.random.Generator | None = None
         if self.config.opportunistic_batching and not self.extenders:
             for name, (fw, _) in self.profiles.items():
                 self.batches[name] = OpportunisticBatch(fw, self.clock.now, self.observer)
@@ -1127,16 +1128,17 @@ class SchedulerCore:
         kept = _Scores() if signature is not None else None
         host = self._score_and_select(state, pod, feasible, rows, None, kept)
         if batch is not None:
-            candidates = None if kept is None else self._candidates(feasible, host, kept)
+            candidates = None if kept is None else self._candidates(feasible, rows, host, kept)
             batch.store(signature, host, candidates, self.cycle, others=len(feasible) - 1)
         return host, evaluated, len(feasible)
 
     def _candidates(
-        self, feasible: Sequence[NodeInfo], host: str, kept: _Scores
+        self, feasible: Sequence[NodeInfo], rows: IntpArray | None, host: str, kept: _Scores
     ) -> Candidates | None:
         """The feasible nodes other than ``host`` as OpportunisticBatching keeps them, from
         the scores ``_score_and_select`` left in ``kept`` (None if a score is not an int
-        that fits int64: nothing is kept then)."""
+        that fits int64: nothing is kept then). O(1) but for the node-by-node path: the
+        names, tie keys and order are made when the next pod asks for a hint."""
         totals = kept.totals
         columns: dict[str, Int64Array] = {}
         for name, col in kept.raw.items():
@@ -1145,15 +1147,24 @@ class SchedulerCore:
             columns[name] = col
         if totals is None:
             return None
-        names = [ni.name for ni in feasible]
-        at = names.index(host)
-        keep = np.delete(np.arange(len(names)), at)
-        del names[at]
-        # Upstream's Randomizer: a random key per node for ties, drawn from the core's rng
-        # (through one seed) so that a seeded core draws the same keys every run.
-        draw = np.random.default_rng(self.rng.getrandbits(64))
-        rand = draw.integers(1, 2**62, size=len(names), dtype=np.int64)
-        return Candidates(names, {k: v[keep] for k, v in columns.items()}, totals[keep], rand)
+        snapshot = self.snapshot
+        if rows is None:  # the node-by-node path: every feasible node is listed
+            rows = np.array([snapshot.position(ni.name) for ni in feasible], dtype=np.intp)
+            chosen = next(i for i, ni in enumerate(feasible) if ni.name == host)
+        else:
+            chosen = int(np.flatnonzero(rows == snapshot.position(host))[0])
+        return Candidates.kept(
+            feasible, rows, chosen, columns, totals, snapshot.layout(), self._tie_keys
+        )
+
+    def _tie_keys(self, n: int) -> Int64Array:
+        """Upstream's Randomizer: a random key per kept node, to break ties among them. Its
+        generator is seeded from the core's rng on first use, so that a seeded core draws
+        the same keys every run."""
+        if self._tie_draw is None:
+            self._tie_draw = np.random.default_rng(self.rng.getrandbits(64))
+        keys: Int64Array = self._tie_draw.integers(1, 2**62, size=n, dtype=np.int64)
+        return keys
 
     async def _schedule_pod_async(self, state: CycleState, pod: PodInfo) -> tuple[str, int, int]:
         """``_schedule_pod`` with the extenders (upstream's schedulePod with

@@ -104,12 +104,30 @@ class BatchObserver(Protocol):
     def batch_rescored(self, profile: str) -> None: ...
 
 
+_NO_KEYS: Int64Array = np.zeros(0, dtype=np.int64)
+
+
 class Candidates:
     """Scored nodes handed out best first: by total, then by random key. ``raw`` holds
     each plugin's raw scores (in ``names``' order), to normalise again with a node
-    rescored. Runtime complexity: O(n log n) to build, O(1) a ``pop``."""
+    rescored; ``rows``: the nodes' rows in the snapshot whose ``layout()`` was ``layout``.
 
-    __slots__ = ("_next", "_order", "names", "rand", "raw", "totals")
+    ``kept`` builds them from a cycle's scores without doing the work: the names, the tie
+    keys and the order are made on first use (the next pod is often unlike the last, and
+    then they never are). Runtime complexity: O(n log n) on first use, O(1) a ``pop``."""
+
+    __slots__ = (
+        "_made",
+        "_n",
+        "_next",
+        "_order",
+        "layout",
+        "names",
+        "rand",
+        "raw",
+        "rows",
+        "totals",
+    )
 
     def __init__(
         self,
@@ -117,25 +135,68 @@ class Candidates:
         raw: dict[str, Int64Array],
         totals: Int64Array,
         rand: Int64Array,
+        rows: IntpArray,
+        layout: object,
     ) -> None:
         self.names = names
         self.raw = raw
         self.totals = totals
         self.rand = rand
-        # Best first: the highest total, ties by the highest random key.
-        self._order: list[int] = np.lexsort((-rand, -totals)).tolist()
+        self.rows = rows
+        self.layout = layout
+        self._n = len(names)
         self._next = 0
+        self._order: list[int] = []
+        self._made: Callable[[], None] | None = None
+
+    @classmethod
+    def kept(
+        cls,
+        nodes: Sequence[NodeInfo],
+        rows: IntpArray,
+        chosen: int,
+        raw: dict[str, Int64Array],
+        totals: Int64Array,
+        layout: object,
+        tie_keys: Callable[[int], Int64Array],
+    ) -> Candidates:
+        """The scored ``nodes`` (at ``rows``) but the one at index ``chosen``; ``tie_keys(n)``
+        draws n random keys when they are first needed."""
+        c = cls([], raw, totals, _NO_KEYS, rows, layout)
+        c._n = len(nodes) - 1
+
+        def make() -> None:
+            keep = np.delete(np.arange(len(nodes)), chosen)
+            c.names = [ni.name for ni in nodes]
+            del c.names[chosen]
+            c.raw = {k: v[keep] for k, v in raw.items()}
+            c.totals = totals[keep]
+            c.rows = rows[keep]
+            c.rand = tie_keys(c._n)
+
+        c._made = make
+        return c
+
+    def _make(self) -> None:
+        if self._made is not None:
+            self._made()
+            self._made = None
+        if not self._order and self._n:
+            # Best first: the highest total, ties by the highest random key.
+            self._order = np.lexsort((-self.rand, -self.totals)).tolist()
 
     def __len__(self) -> int:
-        return len(self._order) - self._next
+        return self._n - self._next
 
     def pop(self) -> str:
+        self._make()
         i = self._order[self._next]
         self._next += 1
         return self.names[i]
 
     def left(self) -> IntpArray:
         """The indices of the nodes not handed out yet, best first."""
+        self._make()
         return np.array(self._order[self._next :], dtype=np.intp)
 
 
@@ -222,17 +283,22 @@ class OpportunisticBatch:
         assert self.kept is not None
         kept = self.kept.candidates
         left = kept.left()
-        nodes: list[NodeInfo] = []
-        for i in left.tolist():
-            ni = snapshot.get(kept.names[i])
-            if ni is None or ni.node is None:
+        last_row = snapshot.position(last.name)
+        assert last_row is not None  # a node of the snapshot is listed
+        layout = snapshot.layout()
+        if layout is kept.layout:  # no node came or went: the rows still hold
+            rows = np.append(kept.rows[left], last_row)
+        else:
+            found = [snapshot.position(kept.names[i]) for i in left.tolist()]
+            if None in found:
                 return self._flush(FLUSH_NODE_MISSING)
-            nodes.append(ni)
-        nodes.append(last)
+            rows = np.array([*found, last_row], dtype=np.intp)
+        listed = snapshot.node_info_list
+        nodes = [listed[i] for i in rows.tolist()]
         # PreScore over every candidate, on a copy of the cycle's state: nothing the
         # rescoring writes reaches the cycle.
         rescore = state.clone()
-        rescore.feasible_rows = None
+        rescore.feasible_rows = rows
         if not handle.run_pre_score(rescore, pod, nodes, snapshot).is_success():
             return self._flush(FLUSH_PRESCORE_ERROR)
         fresh = handle.raw_scores(rescore, pod, last)
@@ -247,7 +313,7 @@ class OpportunisticBatch:
         names = [kept.names[i] for i in left.tolist()]
         names.append(last.name)
         rand = np.append(kept.rand[left], np.int64(0))
-        self.kept.candidates = Candidates(names, raw, totals, rand)
+        self.kept.candidates = Candidates(names, raw, totals, rand, rows, layout)
         return True
 
     # ------------------------------------------------------------------ the outcome

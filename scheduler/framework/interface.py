@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 from scheduler.backend.queue.events import (
     ClusterEvent,
@@ -311,11 +311,11 @@ class ScorePlugin(Plugin, Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class SignFragment:
+class SignFragment(NamedTuple):
     """One part of a pod's signature (upstream's SignFragment): ``key`` names what it
     describes (upstream's signer names, in framework/signers.py, for the parts in-tree
-    plugins read), ``value`` is compared with ``==`` against other pods' values."""
+    plugins read), ``value`` is compared with ``==`` against other pods' values. (A named
+    tuple: a pod is signed once a cycle, by every plugin of its profile.)"""
 
     key: str
     value: object

@@ -262,11 +262,11 @@ class Framework:
         parts: dict[str, object] = {signer_names.SCHEDULER_NAME: pod.scheduler_name}
         for p in self.signers:
             fragments, st = p.sign_pod(pod)
-            if not st.is_success():
+            if st is not SUCCESS and not st.is_success():
                 return None
-            for f in fragments:
-                parts[f.key] = f.value
-        return tuple(sorted(parts.items(), key=lambda kv: kv[0]))
+            for key, value in fragments:
+                parts[key] = value
+        return tuple(sorted(parts.items()))
 
     # ------------------------------------------------------------------ reserve / postbind
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -754,11 +754,7 @@ class Framework:
             p = w.plugin
             if p.name in state.skip_score_plugins:
                 continue
-            cached_scorer = self._batch_scorers.get(p.name)
-            if cached_scorer is None or cached_scorer[0] is not p:
-                cached_scorer = (p, p if isinstance(p, BatchScorePlugin) else None)
-                self._batch_scorers[p.name] = cached_scorer
-            bp = cached_scorer[1]
+            bp = self._bulk_scorer(p)
             t0 = time.perf_counter()
             col = bp.score_batch(state, pod, snapshot, rows) if bp is not None else None
             if bp is not None and col is not None:
@@ -783,6 +779,14 @@ class Framework:
                 return None
             totals += col * w.weight
         return totals
+
+    def _bulk_scorer(self, p: ScorePlugin) -> BatchScorePlugin | None:
+        """``p`` if it scores in bulk (the Protocol check, slow, made once per plugin)."""
+        cached = self._batch_scorers.get(p.name)
+        if cached is None or cached[0] is not p:
+            cached = (p, p if isinstance(p, BatchScorePlugin) else None)
+            self._batch_scorers[p.name] = cached
+        return cached[1]
 
     def run_score(
         self,
@@ -822,8 +826,9 @@ class Framework:
                 continue
             got = raw.get(p.name)
             col = got.copy() if got is not None else np.zeros(n, dtype=np.int64)
-            if isinstance(p, BatchScorePlugin):
-                col = p.normalize_scores_batch(state, pod, col)
+            bp = self._bulk_scorer(p)
+            if bp is not None:
+                col = bp.normalize_scores_batch(state, pod, col)
             else:
                 scores = col.tolist()
                 p.normalize_scores(state, pod, scores)

@@ -77,10 +77,22 @@ def node_affinity(pod: PodInfo) -> object:
     return (pod.required_node_affinity, pod.preferred_node_affinity)
 
 
+# The last pod whose volumes were signed and their value: four plugins sign them, one
+# after another, for each pod (the scheduler's single thread).
+_last_volumes: list[object] = [None, None]
+
+
 def volumes(pod: PodInfo) -> object:
-    prefix = pod.name + "-"
-    claims = tuple(
-        ("ephemeral", name.removeprefix(prefix)) if owned else ("claim", name)
-        for name, owned in pod.claims
-    )
-    return (claims, pod.disks, pod.migrated)
+    if _last_volumes[0] is pod:
+        return _last_volumes[1]
+    if pod.claims:
+        prefix = pod.name + "-"
+        claims: tuple[tuple[str, str], ...] = tuple(
+            ("ephemeral", name.removeprefix(prefix)) if owned else ("claim", name)
+            for name, owned in pod.claims
+        )
+    else:
+        claims = ()
+    value = (claims, pod.disks, pod.migrated)
+    _last_volumes[0], _last_volumes[1] = pod, value
+    return value

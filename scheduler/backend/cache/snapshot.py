@@ -475,6 +475,12 @@ class Snapshot:
                 _index_row(index, key, i, ni)
         return index.get(value, _NO_ROWS)
 
+    def layout(self) -> object:
+        """A token that stays the same object while every row of ``node_info_list`` names
+        the same node (``rebuild_lists`` makes a new one): rows kept across cycles are
+        still valid while it does. O(1)."""
+        return self._index
+
     def position(self, name: str) -> int | None:
         """The row of node ``name`` in ``node_info_list`` (None: not listed). O(1)."""
         return self._index.get(name)

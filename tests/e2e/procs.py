@@ -50,8 +50,10 @@ class SchedulerProcess:
         leader_elect: bool = False,
         lease_name: str | None = None,
         extra_env: dict[str, str] | None = None,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.kubeconfig = kubeconfig
+        self.extra_args = list(extra_args or ())
         self.workdir = workdir
         self.name = name
         self.port = free_port()
@@ -94,6 +96,7 @@ class SchedulerProcess:
             "--config",
             str(self.config_path),
             "--leader-elect" if self.leader_elect else "--no-leader-elect",
+            *self.extra_args,
         ]
         env = {**os.environ, **self.extra_env}
         log = self.log_path.open("ab")

@@ -624,3 +624,53 @@ def test_a_python_plugin_that_cannot_sign_leaves_pods_to_full_cycles(mode: str) 
     assert [r.node for r in results] == ["n5", "n4", "n3", "n2", "n1", "n0"]
     assert [r.evaluated_nodes for r in results] == [6] * 6
     assert h.batch.batched_pods == 0
+
+
+# ----------------------------------------------------------------------------- simulate
+
+
+def test_simulate_batches_and_its_flag_turns_it_off(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    import yaml
+
+    from scheduler.cli import main
+
+    objs = [make_node(n).alloc(cpu="1", memory="8Gi", pods="110").obj() for n in NAMES]
+    objs += [
+        make_pod(f"web-{i}").label("app", "web").req(cpu="1").scheduler("py-scheduler").obj()
+        for i in range(7)
+    ]
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text(yaml.safe_dump_all(objs, sort_keys=False))
+    config = tmp_path / "list.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "profiles": [
+                    {
+                        "schedulerName": "py-scheduler",
+                        "pluginConfig": [
+                            {"name": "PodTopologySpread", "args": {"defaultingType": "List"}}
+                        ],
+                    }
+                ],
+            }
+        )
+    )
+    base = ["simulate", "-f", str(dump), "--config", str(config), "-o", "json"]
+    outcomes = {}
+    for gate in ("true", "false"):
+        assert main([*base, "--feature-gates", f"OpportunisticBatching={gate}"]) == 0
+        decisions = json.loads(capsys.readouterr().out)["decisions"]
+        outcomes[gate] = sorted((d["outcome"], d.get("node") or "") for d in decisions)
+    # Six pods on six nodes, the seventh unschedulable, with batching or without.
+    want = sorted([("scheduled", n) for n in NAMES] + [("unschedulable", "")])
+    assert outcomes == {"true": want, "false": want}
+    assert main([*base, "--feature-gates", "Nope=true"]) == 2
+    err = capsys.readouterr().err
+    assert "--feature-gates: unrecognized feature gate 'Nope'" in err

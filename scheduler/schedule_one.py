@@ -10,8 +10,10 @@ snapshot and the framework, and talks to the world only through three ports:
 - ``PreemptionActions`` (framework/preemption.py): carry out a preemption decision.
 
 One cycle (``schedule_one``): pop -> update snapshot -> PreFilter -> Filter (the nominated
-node first, then nodes from a rotating offset until enough feasible ones are found) ->
-PreScore/Score -> select host (ties at random) -> assume -> bind. When no node fits:
+node first, or else OpportunisticBatching's hint for a pod like the last one,
+framework/batch.py; then nodes from a rotating offset until enough feasible ones are
+found) -> PreScore/Score -> select host (ties at random; the other scored nodes kept for
+the next pod when this one was signed) -> assume -> bind. When no node fits:
 PostFilter (preemption), then one failure path records the reason, updates the nomination
 and returns the pod to the queue. Every failure after ``assume_pod`` unwinds through
 ``_unwind_binding`` (forget, requeue). Nothing awaits inside a cycle, so no locks; the one

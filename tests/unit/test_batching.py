@@ -674,3 +674,18 @@ def test_simulate_batches_and_its_flag_turns_it_off(
     assert main([*base, "--feature-gates", "Nope=true"]) == 2
     err = capsys.readouterr().err
     assert "--feature-gates: unrecognized feature gate 'Nope'" in err
+
+
+def test_rescoring_after_a_node_joined_finds_the_kept_nodes_by_name() -> None:
+    """A node added between two pods rebuilds the snapshot's rows: the kept nodes are
+    found by name then (the new node, never scored, is not among them)."""
+    ranks = {**{n: r + 20 for n, r in RANK.items()}, "late": 100}
+    h = harness([node(n, cpu="2") for n in NAMES], ranked=Ranked(ranks, per_pod=15))
+    (first,) = h.run(replica(0))
+    h.core.on_node_add(node("late", cpu="2"))
+    (second,) = h.run(replica(1))
+    assert (first.node, second.node, second.evaluated_nodes) == ("n3", "n0", 1)
+    assert h.counts(h.metrics.batch_rescores) == {("py-scheduler",): 1}
+    # The kept nodes run out in time; a full search then finds the new node.
+    placed = [r.node for r in h.run(*(replica(i) for i in range(2, 13)))]
+    assert "late" in placed

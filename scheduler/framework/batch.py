@@ -237,8 +237,9 @@ class OpportunisticBatch:
         nominated: bool,
     ) -> str:
         """The node to try first for ``pod`` ("" for none), in its ``cycle`` (after
-        PreFilter). O(1) when the node chosen last no longer fits the pod; O(n log n) in
-        the kept nodes when it does (it is scored again)."""
+        PreFilter). O(1) when the node chosen last no longer fits the pod, once the kept
+        nodes are ordered (O(n log n), at the first hint); O(n log n) in the kept nodes
+        when it does fit (it is scored again among them)."""
         self.hinted = ""
         if self._usable(signature, cycle, nominated=nominated) and self._refresh(
             state, pod, snapshot

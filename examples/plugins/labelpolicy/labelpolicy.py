@@ -6,6 +6,8 @@
 - Queueing hints: a pod this plugin turned down is tried again when a node is added, or
   when a node's update removes the ``avoid`` label (other events cannot change its mind;
   the pod's own updates always bring it back).
+- Sign (OpportunisticBatching): what it reads of a pod, the value of the ``avoid`` label's
+  key, so that a profile with this plugin still batches pods alike.
 
 Configuration (``pluginConfig``)::
 
@@ -28,6 +30,7 @@ from scheduler.plugins import (
     NodeRecord,
     PodInfo,
     QueueingHint,
+    SignFragment,
     Status,
 )
 
@@ -51,6 +54,13 @@ class LabelPolicy:
             raise ValueError(f"{unknown[0]}: unknown field (known: avoid, prefer)")
         self.avoid = _label(args, "avoid")
         self.prefer = _label(args, "prefer")
+
+    def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:
+        """Filter reads one label of the pod; Score reads nothing of it."""
+        if self.avoid is None:
+            return [], SUCCESS
+        key, _ = self.avoid
+        return [SignFragment(f"{self.name}/avoid-opt-in", pod.labels.get(key))], SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
         node = node_info.node

@@ -44,6 +44,57 @@ def test_filter_and_score() -> None:
     assert (p.score(CycleState(), plain, ssd), p.score(CycleState(), plain, busy)) == (100, 0)
 
 
+def test_pods_alike_to_it_sign_alike() -> None:
+    """Sign: two pods that differ only in labels the plugin does not read sign alike; the
+    opt-in label tells them apart."""
+    p = LabelPolicy({"avoid": "maintenance=true", "prefer": "disk=ssd"})
+
+    def signed(**labels: str) -> object:
+        fragments, status = p.sign_pod(pod_from_dict(pod("p", labels=labels)))
+        assert status.is_success()
+        return fragments
+
+    assert signed(app="web") == signed(app="db")
+    assert signed(app="web") != signed(app="web", maintenance="true")
+
+
+def test_a_profile_with_it_batches_pods_alike() -> None:
+    """Every plugin of the profile at PreFilter, Filter, PreScore and Score signs (the
+    in-tree ones and this one): with PodTopologySpread's List defaulting, pods are signed
+    and the second of two alike takes its hint."""
+    import random
+
+    from scheduler.clock import FakeClock
+    from scheduler.schedule_one import SchedulerCore
+
+    raw = {**CONFIG, "profiles": [dict(CONFIG["profiles"][0])]}
+    raw["profiles"][0]["pluginConfig"] = [
+        *CONFIG["profiles"][0]["pluginConfig"],
+        {"name": "PodTopologySpread", "args": {"defaultingType": "List"}},
+    ]
+    cfg = parse_config(raw, "sched.yaml")
+
+    class Ports:
+        def bind(self, pod: object, node: str, cycle: object = None) -> None: ...
+
+        def scheduled(self, pod: object, node: str) -> None: ...
+
+        def failed(self, pod: object, **kw: object) -> None: ...
+
+    core = SchedulerCore(cfg, FakeClock(), Ports(), Ports(), rng=random.Random(0))
+    for name in ("a", "b", "c"):
+        core.on_node_add(node_from_dict(node(name, cpu="4", labels={"disk": "ssd"})))
+    assert core.framework.sign_pod(pod_from_dict(pod("p", cpu="3"))) is not None
+    placed = []
+    for name in ("p", "q"):
+        core.on_pod_add(pod_from_dict(pod(name, cpu="3")))
+        result = core.schedule_one()
+        assert result is not None and result.outcome == "assumed"
+        placed.append((result.node, result.evaluated_nodes))
+    assert placed[0][1] == 3 and placed[1][1] == 1 and placed[0][0] != placed[1][0]
+    assert core.batches[cfg.scheduler_name].batched_pods == 1
+
+
 def test_hints_bring_a_pod_back_only_when_a_node_could_now_fit() -> None:
     p = LabelPolicy({"avoid": "maintenance=true"})
     add, update = p.events_to_register()

@@ -62,11 +62,12 @@ from scheduler.framework.interface import (
     SignPlugin,
     Status,
 )
+from scheduler.framework.outoftree import PluginRaised
 from scheduler.framework.plugins.names import DEFAULT_BINDER, PRIORITY_SORT
 from scheduler.framework.waiting_pods import PodInPreBind, WaitingPods
 from scheduler.types import NodeInfo, PodInfo
 
-__all__ = ["Framework", "PluginScores", "int64_column"]
+__all__ = ["Framework", "PluginScores", "ScoreOutOfRange", "int64_column"]
 
 _P = TypeVar("_P")
 # CycleState key: the PreBind plugins whose PreBindPreFlight said SKIP.
@@ -730,6 +731,9 @@ class Framework:
             if raw is not None:
                 raw[p.name] = list(scores)
             p.normalize_scores(state, pod, scores)
+            for ni, score in zip(nodes, scores, strict=True):
+                if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+                    raise ScoreOutOfRange(p.name, ni.name, score)
             if state.plugin_timer is not None:
                 state.plugin_timer(p.name, "Score", "Success", time.perf_counter() - t0)
             out.append(PluginScores(p.name, w.weight, tuple(scores)))
@@ -775,8 +779,14 @@ class Framework:
                 col = np.array(scores, dtype=np.int64)
             if state.plugin_timer is not None:
                 state.plugin_timer(p.name, "Score", "Success", time.perf_counter() - t0)
-            if len(col) and int(np.abs(col).max()) * abs(w.weight) >= _SCORE_LIMIT:
-                return None
+            if len(col):
+                lo, hi = int(col.min()), int(col.max())
+                if lo < MIN_NODE_SCORE or hi > MAX_NODE_SCORE:
+                    at = int(np.flatnonzero((col < MIN_NODE_SCORE) | (col > MAX_NODE_SCORE))[0])
+                    name = snapshot.node_info_list[int(rows[at])].name
+                    raise ScoreOutOfRange(p.name, name, int(col[at]))
+                if hi * abs(w.weight) >= _SCORE_LIMIT:
+                    return None
             totals += col * w.weight
         return totals
 
@@ -837,6 +847,21 @@ class Framework:
                 return None
             totals += col * w.weight
         return totals
+
+
+class ScoreOutOfRange(PluginRaised):
+    """A Score plugin's score of a node, once normalised, is outside 0..MAX_NODE_SCORE:
+    upstream fails the pod's cycle with an error, and so do we (it would otherwise
+    outweigh every other plugin)."""
+
+    def __init__(self, plugin: str, node: str, score: object) -> None:
+        Exception.__init__(
+            self,
+            f"Score plugin {plugin} gave node {node} the score {score!r} after normalizing: "
+            f"scores must be within [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}]",
+        )
+        self.plugin = plugin
+        self.point = "NormalizeScore"
 
 
 def int64_column(scores: list[int]) -> Int64Array | None:

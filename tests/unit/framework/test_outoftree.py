@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import sys
 import types
 from collections.abc import Iterator, Mapping, Sequence
@@ -1336,3 +1337,51 @@ def test_a_plugin_reads_pdbs_services_controllers_and_priority_classes_through_i
     others = {placed[f"default/w{i}"] for i in (1, 2, 3)}
     assert sorted(map(str, others)) == sorted(["None", "n3" if critical == "n2" else "n2"])
     assert list(placed.values()).count(None) == 2, placed
+
+
+class Loud:
+    """Scores every node 150, above the 0..100 a normalised score must be in."""
+
+    name = "Loud"
+
+    def __init__(self, args: Mapping[str, Any]) -> None:
+        pass
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
+        return 150
+
+
+@pytest.mark.parametrize("vectorized", [True, False], ids=["bulk", "node by node"])
+def test_a_score_outside_0_to_100_is_an_error_for_that_pod(vectorized: bool) -> None:
+    """Upstream's normalizeScores refuses a score outside [0, 100] with an error for the
+    pod's cycle; so do we (it would outweigh every in-tree plugin)."""
+    mod = types.ModuleType("loud_plugin")
+    mod.Loud = Loud  # type: ignore[attr-defined]
+    sys.modules["loud_plugin"] = mod
+    try:
+        cfg = parse_config(
+            {
+                "pluginModules": {"Loud": "loud_plugin:Loud"},
+                "profiles": [{"plugins": {"score": {"enabled": [{"name": "Loud"}]}}}],
+            },
+            "sched.yaml",
+        )
+    finally:
+        del sys.modules["loud_plugin"]
+    recorder = RecordingRecorder()
+    core = SchedulerCore(
+        cfg, FakeClock(), RecordingBinder(), recorder, rng=random.Random(0), vectorized=vectorized
+    )
+    core.on_node_add(make_node("n1").record())
+    core.on_node_add(make_node("n2").record())
+    core.on_pod_add(make_pod("p").req(cpu="1").info())
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "error"
+    # The first node in the search's order (it starts at a rotating offset).
+    assert re.fullmatch(
+        r"Score plugin Loud gave node n[12] the score 150 after normalizing: "
+        r"scores must be within \[0, 100\]",
+        r.message,
+    ), r.message
+    (failed,) = recorder.failed_calls
+    assert failed.reason == "SchedulerError"

@@ -14,6 +14,7 @@ import pytest
 
 from scheduler.clock import FakeClock
 from scheduler.config import (
+    FILTER_PLUGINS,
     ConfigError,
     InterPodAffinityArgs,
     PodTopologySpreadArgs,
@@ -33,16 +34,17 @@ from tests.unit.fakes import FakeFilter, RecordingBinder, RecordingRecorder
 
 # A profile where pods can be signed: PodTopologySpread with no default constraints.
 SIGNING = SchedulerConfig(topology_spread=PodTopologySpreadArgs(system_defaulting=False))
-# The filters of test_schedule_one, and one score plugin of ours (``Ranked``).
-FILTERS = (
-    "NodeUnschedulable",
-    "NodeName",
-    "TaintToleration",
-    "NodeAffinity",
-    "NodePorts",
-    "NodeResourcesFit",
-)
+# The filters of test_schedule_one (the default ones up to NodeResourcesFit), and one
+# score plugin of ours (``Ranked``).
+FILTERS = FILTER_PLUGINS[: FILTER_PLUGINS.index("NodeResourcesFit") + 1]
 RANKED = SchedulerConfig(filters=FILTERS, scores=())
+# A spread constraint of the pod's own: it cannot be signed.
+SPREAD_WEB = {
+    "maxSkew": 1,
+    "topologyKey": "zone",
+    "whenUnsatisfiable": "ScheduleAnyway",
+    "labelSelector": {"matchLabels": {"app": "web"}},
+}
 
 
 @dataclass
@@ -239,18 +241,7 @@ def test_labels_do_not_count_when_only_pods_with_affinity_are_read() -> None:
             id="pod anti-affinity (InterPodAffinity)",
         ),
         pytest.param(
-            lambda: (
-                _pod()
-                .spread(
-                    {
-                        "maxSkew": 1,
-                        "topologyKey": "zone",
-                        "whenUnsatisfiable": "DoNotSchedule",
-                        "labelSelector": {"matchLabels": {"app": "web"}},
-                    }
-                )
-                .info()
-            ),
+            lambda: _pod().spread(SPREAD_WEB).info(),
             id="topology spread constraints (PodTopologySpread)",
         ),
         pytest.param(
@@ -407,13 +398,7 @@ def test_a_pod_unlike_the_last_one_searches() -> None:
 def test_a_pod_that_could_not_be_signed_drops_the_kept_scores() -> None:
     h = harness([node(n, cpu="4") for n in NAMES], SIGNING)
     h.run(replica(0))
-    spread = {
-        "maxSkew": 1,
-        "topologyKey": "kubernetes.io/hostname",
-        "whenUnsatisfiable": "ScheduleAnyway",
-        "labelSelector": {"matchLabels": {"app": "web"}},
-    }
-    (r,) = h.run(make_pod("spread").label("app", "web").req(cpu="1").spread(spread).info())
+    (r,) = h.run(make_pod("spread").label("app", "web").req(cpu="1").spread(SPREAD_WEB).info())
     assert r.evaluated_nodes == 6
     assert _flushes(h) == {"pod_incompatible": 1, "pod_not_batchable": 1}
     assert h.batch.kept is None

@@ -1352,22 +1352,17 @@ class Loud:
 
 
 @pytest.mark.parametrize("vectorized", [True, False], ids=["bulk", "node by node"])
-def test_a_score_outside_0_to_100_is_an_error_for_that_pod(vectorized: bool) -> None:
+def test_a_score_outside_0_to_100_is_an_error_for_that_pod(
+    vectorized: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Upstream's normalizeScores refuses a score outside [0, 100] with an error for the
     pod's cycle; so do we (it would outweigh every in-tree plugin)."""
-    mod = types.ModuleType("loud_plugin")
-    mod.Loud = Loud  # type: ignore[attr-defined]
-    sys.modules["loud_plugin"] = mod
-    try:
-        cfg = parse_config(
-            {
-                "pluginModules": {"Loud": "loud_plugin:Loud"},
-                "profiles": [{"plugins": {"score": {"enabled": [{"name": "Loud"}]}}}],
-            },
-            "sched.yaml",
-        )
-    finally:
-        del sys.modules["loud_plugin"]
+    monkeypatch.setitem(sys.modules, "loud_plugin", types.SimpleNamespace(Loud=Loud))
+    raw = {
+        "pluginModules": {"Loud": "loud_plugin:Loud"},
+        "profiles": [{"plugins": {"score": {"enabled": [{"name": "Loud"}]}}}],
+    }
+    cfg = parse_config(raw, "sched.yaml")
     recorder = RecordingRecorder()
     core = SchedulerCore(
         cfg, FakeClock(), RecordingBinder(), recorder, rng=random.Random(0), vectorized=vectorized

@@ -732,7 +732,9 @@ class Framework:
                 raw[p.name] = list(scores)
             p.normalize_scores(state, pod, scores)
             for ni, score in zip(nodes, scores, strict=True):
-                if not MIN_NODE_SCORE <= score <= MAX_NODE_SCORE:
+                if not isinstance(score, int | float) or not (
+                    MIN_NODE_SCORE <= score <= MAX_NODE_SCORE
+                ):
                     raise ScoreOutOfRange(p.name, ni.name, score)
             if state.plugin_timer is not None:
                 state.plugin_timer(p.name, "Score", "Success", time.perf_counter() - t0)

@@ -1340,27 +1340,34 @@ def test_a_plugin_reads_pdbs_services_controllers_and_priority_classes_through_i
 
 
 class Loud:
-    """Scores every node 150, above the 0..100 a normalised score must be in."""
+    """Scores every node ``args["score"]``: 150 is above the 0..100 a normalised score
+    must be in, and None is no score at all."""
 
     name = "Loud"
 
     def __init__(self, args: Mapping[str, Any]) -> None:
-        pass
+        self.value = args.get("score", 150)
 
     def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> int:
-        return 150
+        return self.value  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("vectorized", [True, False], ids=["bulk", "node by node"])
+@pytest.mark.parametrize("value", [150, -1, None])
 def test_a_score_outside_0_to_100_is_an_error_for_that_pod(
-    vectorized: bool, monkeypatch: pytest.MonkeyPatch
+    vectorized: bool, value: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Upstream's normalizeScores refuses a score outside [0, 100] with an error for the
     pod's cycle; so do we (it would outweigh every in-tree plugin)."""
     monkeypatch.setitem(sys.modules, "loud_plugin", types.SimpleNamespace(Loud=Loud))
     raw = {
         "pluginModules": {"Loud": "loud_plugin:Loud"},
-        "profiles": [{"plugins": {"score": {"enabled": [{"name": "Loud"}]}}}],
+        "profiles": [
+            {
+                "plugins": {"score": {"enabled": [{"name": "Loud"}]}},
+                "pluginConfig": [{"name": "Loud", "args": {"score": value}}],
+            }
+        ],
     }
     cfg = parse_config(raw, "sched.yaml")
     recorder = RecordingRecorder()
@@ -1374,7 +1381,7 @@ def test_a_score_outside_0_to_100_is_an_error_for_that_pod(
     assert r is not None and r.outcome == "error"
     # The first node in the search's order (it starts at a rotating offset).
     assert re.fullmatch(
-        r"Score plugin Loud gave node n[12] the score 150 after normalizing: "
+        rf"Score plugin Loud gave node n[12] the score {value!r} after normalizing: "
         r"scores must be within \[0, 100\]",
         r.message,
     ), r.message

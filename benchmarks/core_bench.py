@@ -74,6 +74,9 @@ class _Ports:
     ) -> None:
         return None
 
+    def skipped_deleting(self, pod: PodInfo) -> None:
+        return None
+
     def prepare_candidate(
         self, preemptor: PodInfo, candidate: Candidate, lower_nominated: Any
     ) -> Status:

@@ -278,6 +278,9 @@ class _ReadOnly:
     ) -> None:
         raise RuntimeError("explain never records")
 
+    def skipped_deleting(self, pod: PodInfo) -> None:
+        raise RuntimeError("explain never records")
+
     def prepare_candidate(
         self, preemptor: PodInfo, candidate: Candidate, lower_nominated: Sequence[PodInfo]
     ) -> Status:

@@ -6,7 +6,8 @@ snapshot and the framework, and talks to the world only through three ports:
 
 - ``Binder.bind(pod, node)``: start binding; the outcome comes back later through
   ``on_bind_result`` (the live binder is asynchronous; simulate's is immediate).
-- ``Recorder``: ``scheduled`` / ``failed`` (status patch + event in the live scheduler).
+- ``Recorder``: ``scheduled`` / ``failed`` (status patch + event in the live scheduler) /
+  ``skipped_deleting`` (an event).
 - ``PreemptionActions`` (framework/preemption.py): carry out a preemption decision.
 
 One cycle (``schedule_one``): pop -> update snapshot -> PreFilter -> Filter (the nominated
@@ -286,6 +287,11 @@ class Recorder(Protocol):
         """``nominated_node``: None leaves the pod's nomination as it is; "" clears it."""
         ...
 
+    def skipped_deleting(self, pod: PodInfo) -> None:
+        """A pending pod whose deletion had begun came out of the queue: no cycle ran for
+        it (upstream's skipPodSchedule: a FailedScheduling warning, no status written)."""
+        ...
+
 
 class CycleObserver(DraMetrics, BatchObserver, Protocol):
     """Where a cycle's timings go (the live scheduler's Prometheus metrics; nothing in
@@ -540,7 +546,8 @@ class SchedulerCore:
             self.queue.delete(pod.key)
             self.cache.add_pod(pod)
             self.queue.move_all_to_active_or_backoff(ClusterEvent("AssignedPod", "Add"), None, pod)
-        elif self.responsible_for(pod) and not pod.terminating and not pod.terminal:
+        elif self.responsible_for(pod) and not pod.terminal:
+            # A pod whose deletion has begun is queued too, as upstream's (see _begin_cycle).
             # Equal priorities go in creation order, also for pods found at start-up.
             self.queue.add(pod, timestamp=pod.creation_time or None)
 
@@ -574,7 +581,7 @@ class SchedulerCore:
             return
         if not self.responsible_for(new):
             return
-        if new.terminating or new.terminal:
+        if new.terminal:
             self.queue.delete(new.key)
             return
         # Someone (another replica, a user) changed the nomination: follow the API.
@@ -835,7 +842,14 @@ class SchedulerCore:
             return None
         self.cycle += 1
         pod = qpi.pod
-        if pod.terminating or self.cache.get_pod(pod.key) is not None:
+        if pod.terminating:
+            # As upstream's skipPodSchedule: a pod whose deletion has begun (it waits for a
+            # finalizer) stays queued, with its nomination, until popped; then it is told
+            # so and dropped from the queue until its next update.
+            self.queue.done(pod.key)
+            self.recorder.skipped_deleting(pod)
+            return CycleResult(pod, "skipped")
+        if self.cache.get_pod(pod.key) is not None:
             self.queue.done(pod.key)
             return CycleResult(pod, "skipped")
         self.use_profile_of(pod)

@@ -191,6 +191,9 @@ class _SimPorts:
     ) -> None:
         return None
 
+    def skipped_deleting(self, pod: PodInfo) -> None:
+        return None
+
     def prepare_candidate(
         self, preemptor: PodInfo, candidate: Candidate, lower_nominated: Sequence[PodInfo]
     ) -> Status:

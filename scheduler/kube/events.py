@@ -136,6 +136,19 @@ class EventRecorder:
             )
         )
 
+    def skipped_deleting(self, pod: PodInfo) -> None:
+        self._assumed.pop(pod.key, None)
+        self.sink.occurred(
+            Occurrence(
+                _pod_ref(pod),
+                "Warning",
+                "FailedScheduling",
+                f"skip schedule deleting pod: {pod.key}",
+                "Scheduling",
+                controller=self._controller(pod.scheduler_name),
+            )
+        )
+
     # ------------------------------------------------------------------ the cycle's writes
     def begin_cycle(self) -> None:
         """A scheduling cycle starts: the status it writes on failure (the PodScheduled

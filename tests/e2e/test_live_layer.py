@@ -257,6 +257,41 @@ def test_a_gated_pod_never_preempts_and_is_bound_once_ungated(
     assert sched.metric("scheduler_pending_pods", {"queue": "gated"}) == 0
 
 
+def test_a_pending_pod_being_deleted_is_skipped_with_upstreams_event(
+    kit: Kit, py_scheduler: SchedulerProcess
+) -> None:
+    """A pending pod whose deletion waits for a finalizer stays queued, as upstream's, and
+    when its turn comes it gets kube-scheduler's "skip schedule deleting pod" warning, no
+    Binding and no PodScheduled condition of ours. Held by a gate until its deletion has begun, so
+    that its first turn comes after it."""
+    kit.nodes(1, cpu="4")
+    body = pod_manifest("held", cpu="1", node_selector=kit.selector)
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    body["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    kit.core.create_namespaced_pod(kit.ns, body)
+    try:
+        kit.delete("held")
+        deleting = kit.pod("held")
+        assert deleting is not None and deleting["metadata"].get("deletionTimestamp")
+        kit.core.patch_namespaced_pod(
+            "held", kit.ns, [{"op": "remove", "path": "/spec/schedulingGates"}]
+        )
+        ev = kit.wait_failed_with("held", "skip schedule deleting pod")
+        assert ev == f"skip schedule deleting pod: {kit.ns}/held"
+        (event,) = kit.events("held", "FailedScheduling")
+        assert event["type"] == "Warning"
+        pod = kit.pod("held")
+        assert pod is not None and not pod["spec"].get("nodeName")
+        # The API server's condition from the pod's creation, none of ours after it.
+        cond = kit.condition("held", "PodScheduled")
+        assert cond is not None and cond["reason"] == "SchedulingGated", cond
+    finally:
+        kit.core.patch_namespaced_pod(
+            "held", kit.ns, [{"op": "remove", "path": "/metadata/finalizers"}]
+        )
+    kit.wait_gone("held", timeout=30)
+
+
 # ------------------------------------------------------------------------- lease
 
 

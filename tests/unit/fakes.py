@@ -43,6 +43,7 @@ class Failed:
 class RecordingRecorder:
     scheduled_calls: list[tuple[str, str]] = field(default_factory=list)
     failed_calls: list[Failed] = field(default_factory=list)
+    skipped_deleting_calls: list[str] = field(default_factory=list)
 
     def scheduled(self, pod: PodInfo, node_name: str) -> None:
         self.scheduled_calls.append((pod.key, node_name))
@@ -51,6 +52,9 @@ class RecordingRecorder:
         self, pod: PodInfo, *, reason: str, message: str, nominated_node: str | None
     ) -> None:
         self.failed_calls.append(Failed(pod.key, reason, message, nominated_node))
+
+    def skipped_deleting(self, pod: PodInfo) -> None:
+        self.skipped_deleting_calls.append(pod.key)
 
 
 @dataclass(frozen=True)

@@ -320,14 +320,45 @@ def test_without_score_plugins_no_extra_nodes_are_evaluated() -> None:
     assert r is not None and (r.evaluated_nodes, fake.calls) == (1, 1)
 
 
-def test_skips_a_terminating_pod() -> None:
+def test_skips_a_terminating_pod_with_upstreams_event() -> None:
+    # upstream's skipPodSchedule: a pending pod whose deletion has begun (a finalizer holds
+    # it) stays queued until popped; then a FailedScheduling warning, no cycle, no status.
     h = harness([node("n1")])
     p = pending("p")
-    h.core.queue.add(p)  # the handler would not queue it; the queue may still hold an old copy
-    h.core.queue.update(replace(p, deletion_timestamp=1.0))
+    h.core.on_pod_add(p)
+    h.core.on_pod_update(p, replace(p, deletion_timestamp=1.0, resource_version="2"))
+    assert h.core.queue.where("default/p") == ACTIVE_Q
     r = h.core.schedule_one()
     assert r is not None and r.outcome == "skipped"
     assert h.binder.calls == [] and not h.core.queue.contains("default/p")
+    assert h.recorder.skipped_deleting_calls == ["default/p"]
+    assert h.recorder.failed_calls == []
+    # Its next update queues it again (upstream's Update of a pod in no queue), and the
+    # next pop tells it again.
+    h.core.on_pod_update(
+        replace(p, deletion_timestamp=1.0, resource_version="2"),
+        replace(p, deletion_timestamp=1.0, resource_version="3", labels={"a": "b"}),
+    )
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "skipped"
+    assert h.recorder.skipped_deleting_calls == ["default/p", "default/p"]
+
+
+def test_a_terminating_pod_keeps_its_nomination() -> None:
+    # The nominator holds a preemptor whose deletion has begun until the pod is gone: a
+    # lower pod does not take the room it was promised (upstream keeps it too).
+    h = harness([node("n1", cpu="2")])
+    high = replace(pending("high", cpu="2", priority=10), nominated_node_name="n1")
+    h.core.on_pod_add(high)
+    h.core.on_pod_update(high, replace(high, deletion_timestamp=1.0, resource_version="2"))
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "skipped"
+    low = pending("low", cpu="1")
+    h.core.on_pod_add(low)
+    r = h.core.schedule_one()
+    assert r is not None and r.outcome == "unschedulable"
+    h.core.on_pod_delete(replace(high, deletion_timestamp=1.0, resource_version="3"))
+    assert h.core.queue.nominator.nominated_pods_for_node("n1") == []
 
 
 # ----------------------------------------------------------------------------- failures
@@ -555,7 +586,10 @@ def test_update_of_a_pod_being_bound_does_not_requeue_it() -> None:
             make_pod("p").phase("Failed").info(), False, False, id="terminal pending pod: ignored"
         ),
         pytest.param(
-            make_pod("p").terminating().info(), False, False, id="terminating pending pod: ignored"
+            make_pod("p").terminating().info(),
+            True,
+            False,
+            id="terminating pending pod: queued, to be skipped when popped (upstream's)",
         ),
     ],
 )

@@ -646,6 +646,26 @@ def test_victims_already_terminating_are_not_deleted_again() -> None:
     _run(go())
 
 
+def test_a_pending_pod_being_deleted_is_told_so_when_popped() -> None:
+    # upstream's skipPodSchedule: queued until popped, then a FailedScheduling warning
+    # "skip schedule deleting pod: <ns>/<name>", and no status written, no Binding.
+    async def go() -> None:
+        h = Harness()
+        h.event("nodes", "ADDED", make_node("n1").obj())
+        h.event("pods", "ADDED", make_pod("gone").terminating().obj())
+        assert h.core.queue.where("default/gone") == "active"
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "skipped"
+        await h.drain()
+        assert h.api.events() == [("FailedScheduling", "gone")]
+        event = h.api.of("POST", "/events")[0][1]
+        assert (event["type"], event["action"]) == ("Warning", "Scheduling")
+        assert event["note"] == "skip schedule deleting pod: default/gone"
+        assert h.status_patches("default/gone") == [] and h.api.of("POST", "/binding") == []
+
+    _run(go())
+
+
 def test_a_standby_does_not_schedule_but_keeps_its_cache_warm() -> None:
     async def go() -> None:
         h = Harness(leader=False)

@@ -449,7 +449,10 @@ def explain(
     if pod.terminal:
         out.notes.append(f"the pod has finished (phase {pod.phase}); nothing to schedule")
     elif pod.terminating:
-        out.notes.append("the pod is being deleted; the scheduler leaves it alone")
+        out.notes.append(
+            "the pod is being deleted: when its turn in the queue comes the scheduler skips "
+            "it (a 'skip schedule deleting pod' warning), no cycle runs for it"
+        )
     gate = None if pod.node_name else core.framework.run_pre_enqueue(pod)
     if gate is not None:
         out.notes.append(

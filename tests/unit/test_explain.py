@@ -359,6 +359,13 @@ def test_another_schedulers_pod_is_explained_with_a_note() -> None:
     assert any("not 'py-scheduler'" in n for n in e.notes)
 
 
+def test_a_pod_being_deleted_is_explained_with_the_skip_it_gets() -> None:
+    c = Cluster(node("n1").obj(), make_pod("p").terminating().obj())
+    e = c.explain("default/p")
+    assert e.would_pick == ["n1"]  # what a cycle would decide, were one to run
+    assert any("'skip schedule deleting pod'" in n for n in e.notes)
+
+
 def test_unparseable_objects_are_left_out_with_a_note() -> None:
     bad = node("bad").obj()
     bad["status"]["allocatable"]["cpu"] = "lots"

@@ -31,6 +31,7 @@ _ALGO_BUCKETS = tuple(0.001 * 2**i for i in range(15))
 _EXT_BUCKETS = tuple(0.0001 * 2**i for i in range(12))
 _PLUGIN_BUCKETS = tuple(0.00001 * 1.5**i for i in range(20))
 _SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
+_BATCH_BUCKETS = tuple(0.00001 * 2**i for i in range(12))
 
 # The text format's spelling of a bucket bound ("+Inf", "0.001"), as prometheus_client's own.
 _bound_text: Callable[[float], str] = _prom_utils.floatToGoString
@@ -401,6 +402,64 @@ class Metrics:
             registry=r,
         )
 
+        # Upstream's ALPHA timings of OpportunisticBatching's steps (buckets from 0.01 ms by 2).
+        self.batch_hint_seconds = Histogram(
+            "scheduler_get_node_hint_duration_seconds",
+            "Latency for getting a node hint (hinted: hint or no_hint).",
+            ["hinted", "profile"],
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.batch_store_seconds = Histogram(
+            "scheduler_store_schedule_results_duration_seconds",
+            "Latency for storing scheduling results.",
+            ["profile"],
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.batch_rescore_seconds = Histogram(
+            "scheduler_batch_rescore_duration_seconds",
+            "Latency for rescoring a node during opportunistic batching.",
+            ["profile"],
+            buckets=_BATCH_BUCKETS,
+            registry=r,
+        )
+        self.queued_entities = Gauge(
+            "scheduler_queued_entities",
+            "Number of queued scheduling entities by the queue type and the entity type "
+            "(pod: every entity here; py-scheduler has no pod groups).",
+            ["queue", "type"],
+            registry=r,
+        )
+        self.queue_incoming_entities = Counter(
+            "scheduler_queue_incoming_entities_total",
+            "Number of scheduling entities added to scheduling queues by event, queue type, "
+            "and entity type (pod).",
+            ["queue", "event", "type"],
+            registry=r,
+        )
+        self.queueing_hint_seconds = Histogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"],
+            buckets=_PLUGIN_BUCKETS,
+            registry=r,
+        )
+        self.plugin_evaluations = Counter(
+            "scheduler_plugin_evaluation_total",
+            "Number of attempts to schedule pods by each plugin and the extension point "
+            "(PreFilter, Filter, PreScore and Score; set from the profiles' counts at "
+            "each scrape).",
+            ["plugin", "extension_point", "profile"],
+            registry=r,
+        )
+        self.volume_stage_errors = Counter(
+            "scheduler_volume_scheduling_stage_error_total",
+            "Volume scheduling stage error count (predicate, assume, bind).",
+            ["operation"],
+            registry=r,
+        )
+
     def child(self, metric: Any, *values: str) -> Any:
         """``metric.labels(*values)``: one series of a labelled metric."""
         return metric.labels(*values)
@@ -436,6 +495,30 @@ class Metrics:
 
     def batch_rescored(self, profile: str) -> None:
         self.child(self.batch_rescores, profile).inc()
+
+    def batch_timed(self, step: str, profile: str, seconds: float, hinted: str = "") -> None:
+        if step == "hint":
+            self.child(self.batch_hint_seconds, hinted, profile).observe(seconds)
+        elif step == "store":
+            self.child(self.batch_store_seconds, profile).observe(seconds)
+        else:
+            self.child(self.batch_rescore_seconds, profile).observe(seconds)
+
+    def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        self.child(self.queueing_hint_seconds, plugin, event, hint).observe(seconds)
+
+    def incoming(self, queue: str, event: str) -> None:
+        """A pod entered a queue (upstream counts it as a pod and as an entity)."""
+        self.child(self.queue_incoming, queue, event).inc()
+        self.child(self.queue_incoming_entities, queue, event, "pod").inc()
+
+    def volume_stage_error(self, operation: str) -> None:
+        self.child(self.volume_stage_errors, operation).inc()
+
+    def set_plugin_evaluations(self, profile: str, counts: Mapping[tuple[str, str], int]) -> None:
+        """The profile's plugin evaluations so far, ``(plugin, extension point)`` keys."""
+        for (plugin, point), n in counts.items():
+            self.child(self.plugin_evaluations, plugin, point, profile).set(n)
 
     def resource_claim_created(self, ok: bool) -> None:
         status = "success" if ok else "failure"

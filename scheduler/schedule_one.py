@@ -76,9 +76,9 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.outoftree import PluginRaised
-from scheduler.framework.plugins.dynamicresources import DraMetrics, DraObjects
+from scheduler.framework.plugins.dynamicresources import DraObjects
 from scheduler.framework.plugins.helper import SelectorObjects
-from scheduler.framework.plugins.registry import build_framework
+from scheduler.framework.plugins.registry import PluginMetrics, build_framework
 from scheduler.framework.plugins.volumebinding import VolumeObjects
 from scheduler.framework.preemption import (
     Candidate,
@@ -293,12 +293,13 @@ class Recorder(Protocol):
         ...
 
 
-class CycleObserver(DraMetrics, BatchObserver, Protocol):
+class CycleObserver(PluginMetrics, BatchObserver, Protocol):
     """Where a cycle's timings go (the live scheduler's Prometheus metrics; nothing in
     ``simulate``). Upstream's names: scheduling_algorithm_duration, framework
     extension_point_duration, plugin_execution_duration (sampled cycles only),
     pod_scheduling_sli_duration, pod_scheduled_after_flush and permit_wait_duration;
-    DynamicResources' (``DraMetrics``) and OpportunisticBatching's (``BatchObserver``)."""
+    the in-tree plugins' own (``PluginMetrics``: DynamicResources', VolumeBinding's),
+    OpportunisticBatching's (``BatchObserver``) and the queueing hints' durations."""
 
     def algorithm_duration(self, seconds: float) -> None: ...
 
@@ -309,6 +310,8 @@ class CycleObserver(DraMetrics, BatchObserver, Protocol):
     def pod_scheduled(self, attempts: int, sli_seconds: float, after_flush: bool) -> None: ...
 
     def permit_wait(self, result: str, seconds: float) -> None: ...
+
+    def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None: ...
 
 
 # Upstream's pluginMetricsSamplePercent: plugin durations are recorded in 10% of cycles.
@@ -363,6 +366,8 @@ def _record_rejection(diagnosis: Diagnosis, node: str, st: Status) -> None:
     diagnosis.node_to_status[node] = st
     if st.plugin:
         diagnosis.unschedulable_plugins.add(st.plugin)
+        rejected = diagnosis.rejected_by
+        rejected[st.plugin] = rejected.get(st.plugin, 0) + 1
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -440,6 +445,7 @@ class SchedulerCore:
             max_unschedulable_duration=self.config.pod_max_in_unschedulable_seconds,
             on_ready=self.on_ready,
             on_incoming=self.on_incoming,
+            on_hint=None if self.observer is None else self.observer.queueing_hint,
         )
         # One framework (and preemption evaluator) per profile, by scheduler name; the
         # queue, cache, snapshot, nominator, the pods held at Permit and those in an async
@@ -1508,6 +1514,10 @@ class SchedulerCore:
             if nominated_info is not None and nominated_info.node is not None:
                 t0 = time.perf_counter()
                 st = fw.run_filter_with_nominated_pods(state, pod, nominated_info)
+                if st.is_success():
+                    fw.count_filter(state, 1, {})
+                elif st.plugin:
+                    fw.count_filter(state, 0, {st.plugin: 1})
                 if obs is not None:  # upstream's evaluateNominatedNode filters it on its own
                     code = "Error" if st.code == Code.ERROR else "Success"
                     obs.extension_point(
@@ -1578,6 +1588,7 @@ class SchedulerCore:
         finally:
             if obs is not None:
                 obs.extension_point("Filter", code, time.perf_counter() - t0, pod.scheduler_name)
+        fw.count_filter(state, len(feasible), diagnosis.rejected_by)
         self.next_start_node_index = (start + processed) % total
         return feasible, rows, diagnosis
 

@@ -99,7 +99,7 @@ class Scheduler:
             recorder=recorder,
             actions=actions,
             on_ready=self._wake.set,
-            on_incoming=lambda q, ev: self.metrics.child(self.metrics.queue_incoming, q, ev).inc(),
+            on_incoming=self.metrics.incoming,
             namespace_labels=lambda ns: labels.get(ns, {}),
             observer=self.metrics,
             api_client=api_client,
@@ -228,9 +228,13 @@ class Scheduler:
         the flush loop and by the metrics server before each scrape (same event loop), so a
         scrape reads the sizes of the moment, as upstream's gauges (moved on every queue
         change) show them."""
+        m = self.metrics
         for q, n in self.core.queue.counts().items():
             if q != "in_flight":
-                self.metrics.pending_pods.labels(q).set(n)
+                m.pending_pods.labels(q).set(n)
+                m.queued_entities.labels(q, "pod").set(n)
+        for name, (framework, _) in self.core.profiles.items():
+            m.set_plugin_evaluations(name, framework.evaluations)
         self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin_and_profile())
         self.metrics.set_inflight_events(self.core.queue.in_flight_events())
         cache = self.core.cache

@@ -36,6 +36,7 @@ This module owns the kept state of one profile (``OpportunisticBatch``); the cyc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -102,6 +103,12 @@ class BatchObserver(Protocol):
     def batch_flushed(self, profile: str, reason: str) -> None: ...
 
     def batch_rescored(self, profile: str) -> None: ...
+
+    def batch_timed(self, step: str, profile: str, seconds: float, hinted: str = "") -> None:
+        """How long a step took: ``hint`` (``hinted``: "hint" or "no_hint"), ``store`` or
+        ``rescore`` (upstream's get_node_hint, store_schedule_results and batch_rescore
+        duration histograms)."""
+        ...
 
 
 _NO_KEYS: Int64Array = np.zeros(0, dtype=np.int64)
@@ -241,13 +248,19 @@ class OpportunisticBatch:
         nodes are ordered (O(n log n), at the first hint); O(n log n) in the kept nodes
         when it does fit (it is scored again among them)."""
         self.hinted = ""
+        observer = self.observer
+        t0 = time.perf_counter() if observer is not None else 0.0
         if self._usable(signature, cycle, nominated=nominated) and self._refresh(
             state, pod, snapshot
         ):
             assert self.kept is not None
             self.hinted = self.kept.candidates.pop()
-        elif self.observer is not None:
-            self.observer.batch_attempt(self.handle.profile_name, NO_HINT)
+        elif observer is not None:
+            observer.batch_attempt(self.handle.profile_name, NO_HINT)
+        if observer is not None:
+            hinted = "hint" if self.hinted else "no_hint"
+            seconds = time.perf_counter() - t0
+            observer.batch_timed("hint", self.handle.profile_name, seconds, hinted)
         return self.hinted
 
     def _usable(self, signature: object, cycle: int, *, nominated: bool) -> bool:
@@ -278,9 +291,21 @@ class OpportunisticBatch:
         return True
 
     def _rescore(self, state: CycleState, pod: PodInfo, snapshot: Snapshot, last: NodeInfo) -> bool:
+        observer = self.observer
+        if observer is None:
+            return self._rescore_untimed(state, pod, snapshot, last)
+        profile = self.handle.profile_name
+        observer.batch_rescored(profile)
+        t0 = time.perf_counter()
+        try:
+            return self._rescore_untimed(state, pod, snapshot, last)
+        finally:
+            observer.batch_timed("rescore", profile, time.perf_counter() - t0)
+
+    def _rescore_untimed(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, last: NodeInfo
+    ) -> bool:
         handle = self.handle
-        if self.observer is not None:
-            self.observer.batch_rescored(handle.profile_name)
         assert self.kept is not None
         kept = self.kept.candidates
         left = kept.left()
@@ -330,6 +355,23 @@ class OpportunisticBatch:
         """The cycle ``cycle`` chose ``chosen`` for a pod with ``signature``, among
         ``others`` other feasible nodes; ``candidates``: those nodes with their scores
         (None when they were not kept). Keeps them unless the pod took its hint."""
+        observer = self.observer
+        if observer is None:
+            self._store(signature, chosen, candidates, cycle, others=others)
+            return
+        t0 = time.perf_counter()
+        self._store(signature, chosen, candidates, cycle, others=others)
+        observer.batch_timed("store", self.handle.profile_name, time.perf_counter() - t0)
+
+    def _store(
+        self,
+        signature: object,
+        chosen: str,
+        candidates: Candidates | None,
+        cycle: int,
+        *,
+        others: int,
+    ) -> None:
         hinted, self.hinted = self.hinted, ""
         self.last_cycle = cycle
         self.last_chosen = chosen

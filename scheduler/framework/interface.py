@@ -393,6 +393,9 @@ class Diagnosis:
 
     node_to_status: dict[str, Status] = field(default_factory=dict)
     unschedulable_plugins: set[str] = field(default_factory=set)
+    # Nodes the filter walk's Filter calls turned down, by the plugin (for the count of
+    # plugin evaluations; statuses set without a call, as PreFilter's, are not in it).
+    rejected_by: dict[str, int] = field(default_factory=dict)
     pre_filter_msg: str = ""
     post_filter_msg: str = ""
     num_all_nodes: int = 0

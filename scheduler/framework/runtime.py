@@ -140,6 +140,11 @@ class Framework:
     # (PodTopologySpread with default constraints), so asking them is skipped.
     signers: list[SignPlugin] | None = None
     signs_no_pod: bool = False
+    # Upstream's scheduler_plugin_evaluation_total: how many times each PreFilter, Filter,
+    # PreScore and Score plugin was run, by (plugin, extension point), read at scrapes.
+    # PreFilter and PreScore count a call unless it skipped; Filter counts each node a
+    # plugin decided in the cycle's filter walk (``count_filter``); Score each node scored.
+    evaluations: dict[tuple[str, str], int] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(
@@ -460,6 +465,7 @@ class Framework:
         with_nodes: list[str] = []
         rejected: Status | None = None
         timer = state.plugin_timer
+        counts = self.evaluations
         for p in self.pre_filter_plugins:
             if timer is None:
                 r, st = p.pre_filter(state, pod, snapshot)
@@ -470,6 +476,8 @@ class Framework:
             if st.is_skip():
                 state.skip_filter_plugins.add(p.name)
                 continue
+            key = (p.name, "PreFilter")
+            counts[key] = counts.get(key, 0) + 1
             if st.code == Code.UNSCHEDULABLE:
                 rejected = st.with_plugin(p.name)
                 continue
@@ -553,6 +561,22 @@ class Framework:
             if st is not SUCCESS and not st.is_success():
                 return st.with_plugin(p.name)
         return SUCCESS
+
+    def count_filter(self, state: CycleState, passed: int, rejected_by: Mapping[str, int]) -> None:
+        """Count the Filter evaluations of a walk over nodes: ``passed`` nodes passed every
+        plugin, ``rejected_by[name]`` nodes were turned down by that plugin; a node reached
+        each active plugin up to the one that rejected it (as upstream's plugins, called in
+        order until the first rejection). O(filter plugins)."""
+        skip = state.skip_filter_plugins
+        counts = self.evaluations
+        reached = passed
+        for p in reversed(self.filter_plugins):
+            if skip and p.name in skip:
+                continue
+            reached += rejected_by.get(p.name, 0)
+            if reached:
+                key = (p.name, "Filter")
+                counts[key] = counts.get(key, 0) + reached
 
     def filter_plan(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
@@ -698,6 +722,7 @@ class Framework:
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status:
         timer = state.plugin_timer
+        counts = self.evaluations
         for p in self.pre_score_plugins:
             if timer is None:
                 st = p.pre_score(state, pod, nodes, snapshot)
@@ -707,9 +732,17 @@ class Framework:
                 timer(p.name, "PreScore", _code_name(st), time.perf_counter() - t0)
             if st.is_skip():
                 state.skip_score_plugins.add(p.name)
-            elif not st.is_success():
+                continue
+            key = (p.name, "PreScore")
+            counts[key] = counts.get(key, 0) + 1
+            if not st.is_success():
                 return st.with_plugin(p.name)
         return SUCCESS
+
+    def _count_scored(self, name: str, nodes: int) -> None:
+        key = (name, "Score")
+        counts = self.evaluations
+        counts[key] = counts.get(key, 0) + nodes
 
     def run_score_plugins(
         self,
@@ -728,6 +761,7 @@ class Framework:
                 continue
             t0 = time.perf_counter()
             scores = [p.score(state, pod, ni) for ni in nodes]
+            self._count_scored(p.name, len(nodes))
             if raw is not None:
                 raw[p.name] = list(scores)
             p.normalize_scores(state, pod, scores)
@@ -756,11 +790,13 @@ class Framework:
         normalisation."""
         totals = np.zeros(len(rows), dtype=np.int64)
         nodes: list[NodeInfo] | None = None
+        scored: list[str] = []  # counted once the totals stand (None: run_score counts)
         for w in self.score_plugins:
             p = w.plugin
             if p.name in state.skip_score_plugins:
                 continue
             bp = self._bulk_scorer(p)
+            scored.append(p.name)
             t0 = time.perf_counter()
             col = bp.score_batch(state, pod, snapshot, rows) if bp is not None else None
             if bp is not None and col is not None:
@@ -790,6 +826,8 @@ class Framework:
                 if hi * abs(w.weight) >= _SCORE_LIMIT:
                     return None
             totals += col * w.weight
+        for name in scored:
+            self._count_scored(name, len(rows))
         return totals
 
     def _bulk_scorer(self, p: ScorePlugin) -> BatchScorePlugin | None:
@@ -819,11 +857,13 @@ class Framework:
     def raw_scores(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> dict[str, int]:
         """Each score plugin's score of one node before normalisation (upstream's
         RunRawScorePlugins; plugins PreScore skipped are left out)."""
-        return {
-            w.plugin.name: w.plugin.score(state, pod, node_info)
-            for w in self.score_plugins
-            if w.plugin.name not in state.skip_score_plugins
-        }
+        out: dict[str, int] = {}
+        for w in self.score_plugins:
+            name = w.plugin.name
+            if name not in state.skip_score_plugins:
+                out[name] = w.plugin.score(state, pod, node_info)
+                self._count_scored(name, 1)
+        return out
 
     def normalized_totals(
         self, state: CycleState, pod: PodInfo, raw: Mapping[str, Int64Array], n: int

@@ -357,6 +357,24 @@ def test_the_node_chosen_last_is_scored_again_when_the_pod_fits_there_too() -> N
     assert h.batch.batched_pods == 11
     assert h.counts(h.metrics.batch_rescores) == {("py-scheduler",): 6}
     assert _flushes(h) == {}
+    # Upstream's timings of the three steps: a hint asked in each cycle (the first found
+    # none), a store in each, a rescoring timed as counted.
+    assert _timed(h.metrics.batch_hint_seconds) == {
+        ("no_hint", "py-scheduler"): 1,
+        ("hint", "py-scheduler"): 11,
+    }
+    assert _timed(h.metrics.batch_store_seconds) == {("py-scheduler",): 12}
+    assert _timed(h.metrics.batch_rescore_seconds) == {("py-scheduler",): 6}
+
+
+def _timed(metric: Any) -> dict[tuple[str, ...], float]:
+    """A histogram's observation counts, by its labels."""
+    return {
+        tuple(s.labels.values()): s.value
+        for m in metric.collect()
+        for s in m.samples
+        if s.name.endswith("_count")
+    }
 
 
 def test_a_hint_that_no_longer_fits_falls_back_to_a_full_search() -> None:

@@ -361,6 +361,51 @@ def test_a_terminating_pod_keeps_its_nomination() -> None:
     assert h.core.queue.nominator.nominated_pods_for_node("n1") == []
 
 
+@pytest.mark.parametrize("vectorized", [True, False], ids=["bulk", "node by node"])
+def test_plugin_evaluations_are_counted_as_upstreams_instrumented_plugins(
+    vectorized: bool,
+) -> None:
+    """scheduler_plugin_evaluation_total's counts: a PreFilter or PreScore call unless it
+    skipped, a Filter plugin per node it decided (up to the plugin that rejected the
+    node), a Score plugin per node scored; alike in the bulk walk and node by node."""
+    clock = FakeClock()
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(
+        CONFIG, clock, binder, recorder, rng=random.Random(0), vectorized=vectorized
+    )
+    for n in (node("n1"), node("n2"), node("n3", cpu="1")):
+        core.on_node_add(n)
+    tainted = make_node("n4").alloc(cpu="4", memory="8Gi", pods=110)
+    core.on_node_add(tainted.taint("k", "v", "NoSchedule").record())
+    core.on_pod_add(pending("p", cpu="2"))
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "assumed" and r.feasible_nodes == 2
+    counts = core.framework.evaluations
+    at = {
+        point: {p: n for (p, pt), n in counts.items() if pt == point}
+        for point in ("PreFilter", "Filter", "PreScore", "Score")
+    }
+    # The PreFilter plugins that let every pod through run; the others skipped this pod.
+    assert at["PreFilter"] == {
+        "NodeUnschedulable": 1,
+        "NodeName": 1,
+        "TaintToleration": 1,
+        "NodeResourcesFit": 1,
+    }
+    # Four nodes reached TaintToleration, which turned n4 down; Fit turned n3 down;
+    # NodeAffinity and NodePorts were skipped by their PreFilter.
+    assert at["Filter"] == {
+        "NodeUnschedulable": 4,
+        "NodeName": 4,
+        "TaintToleration": 4,
+        "NodeResourcesFit": 3,
+    }
+    # This profile scores with NodeResourcesFit alone: its PreScore once, its Score on
+    # the two feasible nodes.
+    assert at["PreScore"] == {"NodeResourcesFit": 1}
+    assert at["Score"] == {"NodeResourcesFit": 2}
+
+
 # ----------------------------------------------------------------------------- failures
 
 

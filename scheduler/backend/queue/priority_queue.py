@@ -51,6 +51,7 @@ k moved pods; move_all_to_active_or_backoff O(u) for u unschedulable pods.
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -124,6 +125,8 @@ class QueuedPodInfo:
 
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
+# (plugin, event, "Queue" or "QueueSkip", seconds): each queueing hint's call, for metrics
+HintHook = Callable[[str, str, str, float], None]
 
 # A QueueSort plugin's order: whether the first pod goes before the second.
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
@@ -174,6 +177,7 @@ class PriorityQueue:
         on_ready: Callable[[], None] | None = None,
         on_incoming: IncomingHook | None = None,
         pop_from_backoff: bool = True,
+        on_hint: HintHook | None = None,
     ) -> None:
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
@@ -192,6 +196,7 @@ class PriorityQueue:
         self.profile_hints: dict[str, dict[str, list[EventRegistration]]] = {}
         self.on_ready = on_ready
         self.on_incoming = on_incoming
+        self.on_hint = on_hint
         # PreEnqueue-style gate: a pod for which it returns False waits in the unschedulable
         # map instead of activeQ (used to hold a preemptor while its victims are deleted).
         self.gate: Callable[[PodInfo], bool] | None = None
@@ -603,13 +608,22 @@ class PriorityQueue:
         hints = self.hints
         if self.profile_hints:
             hints = self.profile_hints.get(qpi.pod.scheduler_name, hints)
+        timed = self.on_hint
         for plugin in qpi.unschedulable_plugins:
             for reg in hints.get(plugin, ()):
                 if reg.event.resource not in (ANY, event.resource):
                     continue
                 if reg.event.action not in (ANY, event.action):
                     continue
-                if reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE:
+                if timed is not None:
+                    # Upstream times every hint call, its default (no hint: Queue) too.
+                    t0 = time.perf_counter()
+                    queue = reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE
+                    seconds = time.perf_counter() - t0
+                    timed(plugin, event.name, "Queue" if queue else "QueueSkip", seconds)
+                    if queue:
+                        return True
+                elif reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE:
                     return True
         return False
 

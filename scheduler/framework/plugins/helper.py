@@ -10,18 +10,26 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from scheduler.backend.cache.snapshot import Int64Array
-from scheduler.framework.interface import MAX_NODE_SCORE
+from scheduler.backend.cache.snapshot import Int64Array, Snapshot
+from scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    CycleState,
+    PreFilterResult,
+    Status,
+)
 from scheduler.types import (
     LabelSelector,
     LabelSelectorRequirement,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    PodInfo,
     SelectorObject,
     ServiceInfo,
 )
 
 __all__ = [
+    "PassingPreFilter",
     "SelectorObjects",
     "default_normalize_score",
     "default_normalize_score_batch",
@@ -29,6 +37,21 @@ __all__ = [
     "match_node_selector_terms",
     "match_requirement",
 ]
+
+
+class PassingPreFilter:
+    """A PreFilter that lets every pod through: upstream's NodeUnschedulable, NodeName,
+    TaintToleration and NodeResourcesFit have one (it prepares state that ours compute
+    where they need it, or it only acts behind gates off by default), so they run, are
+    timed and counted at PreFilter as upstream's."""
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[PreFilterResult | None, Status]:
+        return None, SUCCESS
+
+    def pre_filter_extensions(self) -> None:
+        return None
 
 
 def default_normalize_score(

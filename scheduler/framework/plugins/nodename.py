@@ -20,12 +20,13 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import PassingPreFilter
 from scheduler.types import NodeInfo, NodeRecord, PodInfo
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName:
+class NodeName(PassingPreFilter):
     name = names.NODE_NAME
 
     def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:

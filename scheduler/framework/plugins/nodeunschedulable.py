@@ -20,6 +20,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
+from scheduler.framework.plugins.helper import PassingPreFilter
 from scheduler.types import NodeInfo, NodeRecord, PodInfo, Taint
 
 ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
@@ -30,7 +31,7 @@ def _tolerated(pod: PodInfo) -> bool:
     return any(t.tolerates(_TAINT) for t in pod.tolerations)
 
 
-class NodeUnschedulable:
+class NodeUnschedulable(PassingPreFilter):
     name = names.NODE_UNSCHEDULABLE
 
     def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.backend.queue.nominator import Nominator
@@ -27,7 +28,11 @@ from scheduler.framework.plugins.nodevolumelimits import NodeVolumeLimits
 from scheduler.framework.plugins.podtopologyspread import PodTopologySpread
 from scheduler.framework.plugins.schedulinggates import SchedulingGates
 from scheduler.framework.plugins.tainttoleration import TaintToleration
-from scheduler.framework.plugins.volumebinding import VolumeBinding, VolumeObjects
+from scheduler.framework.plugins.volumebinding import (
+    VolumeBinding,
+    VolumeMetrics,
+    VolumeObjects,
+)
 from scheduler.framework.plugins.volumerestrictions import VolumeRestrictions
 from scheduler.framework.plugins.volumezone import VolumeZone
 from scheduler.framework.preemption import Evaluator, PreemptionActions
@@ -41,7 +46,11 @@ from scheduler.framework.waiting_pods import (
 )
 from scheduler.types import PDBInfo, PriorityClassInfo
 
-__all__ = ["build_framework"]
+__all__ = ["PluginMetrics", "build_framework"]
+
+
+class PluginMetrics(DraMetrics, VolumeMetrics, Protocol):
+    """Where the in-tree plugins' own metrics go (DynamicResources', VolumeBinding's)."""
 
 
 def build_framework(
@@ -61,7 +70,7 @@ def build_framework(
     volumes: VolumeObjects | None = None,
     dra: DraObjects | None = None,
     now: Callable[[], float] = time.time,
-    metrics: DraMetrics | None = None,
+    metrics: PluginMetrics | None = None,
     priority_classes: Mapping[str, PriorityClassInfo] | None = None,
 ) -> tuple[Framework, Evaluator]:
     """``config``: one profile. ``waiting_pods`` (the pods held at Permit) and
@@ -100,6 +109,7 @@ def build_framework(
             client=api_client,
             bind_timeout_seconds=config.volume_binding.bind_timeout_seconds,
             shape=config.volume_binding.shape,
+            metrics=metrics,
         ),
         VolumeZone(volume_objects),
         DynamicResources(

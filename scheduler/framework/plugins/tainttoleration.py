@@ -25,6 +25,7 @@ from scheduler.framework.interface import (
 )
 from scheduler.framework.plugins import names
 from scheduler.framework.plugins.helper import (
+    PassingPreFilter,
     default_normalize_score,
     default_normalize_score_batch,
 )
@@ -45,7 +46,7 @@ def find_untolerated_taint(
     return None
 
 
-class TaintToleration:
+class TaintToleration(PassingPreFilter):
     name = names.TAINT_TOLERATION
 
     def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from scheduler.backend.cache.snapshot import Snapshot
 from scheduler.csimigration import MIGRATION_ON
@@ -43,6 +43,7 @@ from scheduler.framework.interface import (
     SKIP,
     SUCCESS,
     ClusterEvent,
+    Code,
     CycleState,
     EventRegistration,
     PreFilterResult,
@@ -285,6 +286,16 @@ def _could_take(pv: PVInfo, claim: PVCInfo) -> tuple[bool, bool]:
     return True, False
 
 
+class VolumeMetrics(Protocol):
+    """Where VolumeBinding's metric goes (the live scheduler's Prometheus metrics):
+    upstream's scheduler_volume_scheduling_stage_error_total."""
+
+    def volume_stage_error(self, operation: str) -> None:
+        """A stage failed with an error (not a node turned down): ``predicate`` (Filter),
+        ``assume`` (Reserve) or ``bind`` (PreBind)."""
+        ...
+
+
 class VolumeBinding:
     name = names.VOLUME_BINDING
 
@@ -303,9 +314,11 @@ class VolumeBinding:
         shape: Sequence[tuple[int, int]] = DEFAULT_SHAPE,
         poll_interval: float = 1.0,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        metrics: VolumeMetrics | None = None,
     ) -> None:
         self.objects = objects
         self.client = client
+        self.metrics = metrics
         self.bind_timeout_seconds = bind_timeout_seconds
         self.shape = tuple(shape)
         self.poll_interval = poll_interval
@@ -378,6 +391,8 @@ class VolumeBinding:
             return SUCCESS
         choice, reasons, error = self._find(st, node)
         if error:
+            if self.metrics is not None:
+                self.metrics.volume_stage_error("predicate")
             return Status.error(error, plugin=self.name)
         if reasons:
             return Status.unresolvable(*reasons, plugin=self.name)
@@ -616,6 +631,12 @@ class VolumeBinding:
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Upstream's BindPodVolumes: the API updates, then the wait for the PV controller."""
+        status = await self._bind(state, pod, node_name)
+        if status.code == Code.ERROR and self.metrics is not None:
+            self.metrics.volume_stage_error("bind")
+        return status
+
+    async def _bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         st: _State | None = state.read(_STATE_KEY)
         if st is None or st.all_bound:
             return SUCCESS
@@ -868,6 +889,7 @@ __all__ = [
     "ERR_REASON_PV_NOT_EXIST",
     "ERR_UNBOUND_IMMEDIATE",
     "VolumeBinding",
+    "VolumeMetrics",
     "VolumeObjects",
     "node_relabelled",
     "pods_claim",

@@ -935,6 +935,49 @@ def test_upstream_cycle_metrics_are_recorded() -> None:
     _run(go())
 
 
+def test_entity_evaluation_and_hint_metrics_are_upstreams() -> None:
+    """scheduler_queued_entities and _queue_incoming_entities_total (every entity a pod:
+    no pod groups here), scheduler_plugin_evaluation_total and the queueing hints'
+    durations."""
+
+    async def go() -> None:
+        h = Harness()
+        reg = h.s.metrics.registry
+
+        def sample(name: str, **labels: str) -> float:
+            return reg.get_sample_value(name, labels) or 0.0
+
+        h.event("nodes", "ADDED", make_node("n1").alloc(cpu="1", memory="1Gi", pods=10).obj())
+        h.event("pods", "ADDED", make_pod("big").req(cpu="2").obj())
+        r = h.core.schedule_one()
+        assert r is not None and r.outcome == "unschedulable"
+        h.s.refresh_gauges()
+        assert sample("scheduler_queued_entities", queue="unschedulable", type="pod") == 1
+        assert sample("scheduler_queued_entities", queue="active", type="pod") == 0
+        incoming = "scheduler_queue_incoming_entities_total"
+        assert sample(incoming, queue="active", event="PodAdd", type="pod") == 1
+        assert (
+            sample(incoming, queue="unschedulable", event="ScheduleAttemptFailure", type="pod") == 1
+        )
+        evaluated = "scheduler_plugin_evaluation_total"
+        fit = {"plugin": "NodeResourcesFit", "profile": "py-scheduler"}
+        assert sample(evaluated, extension_point="PreFilter", **fit) == 1
+        assert sample(evaluated, extension_point="Filter", **fit) == 1  # one node, rejected
+        assert sample(evaluated, extension_point="Score", **fit) == 0  # nothing to score
+        # A node added: NodeResourcesFit's hint for "big" runs, says Queue, and is timed.
+        h.event("nodes", "ADDED", make_node("n2").alloc(cpu="4", memory="8Gi", pods=10).obj())
+        hinted = sample(
+            "scheduler_queueing_hint_execution_duration_seconds_count",
+            plugin="NodeResourcesFit",
+            event="NodeAdd",
+            hint="Queue",
+        )
+        assert hinted == 1
+        assert h.core.queue.where("default/big") in ("active", "backoff")
+
+    _run(go())
+
+
 def test_a_pod_bound_after_the_left_over_flush_is_counted() -> None:
     """scheduler_pod_scheduled_after_flush_total: the pod waited out the 5 minutes in the
     unschedulable pods (no hint moved it), was flushed, and then bound."""

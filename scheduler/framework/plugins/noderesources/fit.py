@@ -40,7 +40,7 @@ from scheduler.framework.interface import (
     Status,
 )
 from scheduler.framework.plugins import names
-from scheduler.framework.plugins.helper import broken_linear
+from scheduler.framework.plugins.helper import PassingPreFilter, broken_linear
 from scheduler.types import (
     DEVICE_CLASS_PREFIX,
     NodeInfo,
@@ -357,7 +357,7 @@ def _most(requested: int, capacity: int) -> int:
     return min(requested, capacity) * MAX_NODE_SCORE // capacity
 
 
-class NodeResourcesFit:
+class NodeResourcesFit(PassingPreFilter):
     name = names.NODE_RESOURCES_FIT
 
     def sign_pod(self, pod: PodInfo) -> tuple[list[SignFragment], Status]:

@@ -17,6 +17,7 @@ from scheduler.config import ConfigError, SchedulerConfig, parse_config
 from scheduler.decode import Document
 from scheduler.framework.interface import Code, CycleState
 from scheduler.framework.plugins.volumebinding import VolumeBinding, VolumeObjects
+from scheduler.metrics import Metrics
 from scheduler.schedule_one import BindingCycle, SchedulerCore
 from scheduler.simulate import simulate
 from scheduler.types import (
@@ -154,7 +155,10 @@ class FakeClient:
 
 
 def _core(
-    *objs: dict[str, Any], client: FakeClient | None = None, config: SchedulerConfig | None = None
+    *objs: dict[str, Any],
+    client: FakeClient | None = None,
+    config: SchedulerConfig | None = None,
+    metrics: Metrics | None = None,
 ) -> tuple[SchedulerCore, RecordingBinder, RecordingRecorder]:
     binder, recorder = RecordingBinder(), RecordingRecorder()
     core = SchedulerCore(
@@ -164,6 +168,7 @@ def _core(
         recorder,
         rng=random.Random(0),
         api_client=client,
+        observer=metrics,
     )
     for name, zone in (("n1", "a"), ("n2", "a"), ("n3", "b")):
         core.on_node_add(
@@ -460,8 +465,13 @@ def test_pre_bind_gives_up_after_the_bind_timeout() -> None:
         },
         "sched.yaml",
     )
+    metrics = Metrics()
     core, binder, _ = _core(
-        claim("data"), klass(provisioner="example.com/csi"), client=client, config=config
+        claim("data"),
+        klass(provisioner="example.com/csi"),
+        client=client,
+        config=config,
+        metrics=metrics,
     )
     _one(core, with_claims("p", "data"))
     failed = _prebind(core, binder.cycles["default/p"], [])
@@ -469,6 +479,9 @@ def test_pre_bind_gives_up_after_the_bind_timeout() -> None:
     assert failed.message() == (
         "running PreBind plugin VolumeBinding: binding volumes: context deadline exceeded"
     )
+    # Upstream's scheduler_volume_scheduling_stage_error_total{operation="bind"}.
+    errors = "scheduler_volume_scheduling_stage_error_total"
+    assert metrics.registry.get_sample_value(errors, {"operation": "bind"}) == 1
 
 
 def test_a_refused_write_fails_the_binding_and_is_not_assumed_any_more() -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 from scheduler.clock import FakeClock
 from scheduler.config import SchedulerConfig
+from scheduler.metrics import Metrics
 from scheduler.schedule_one import SchedulerCore
 from scheduler.types import (
     NodeSelectorRequirement,
@@ -64,11 +65,18 @@ def bound_claim(volume: str) -> dict[str, Any]:
     }
 
 
-def _core(volume: dict[str, Any], *, migrated: str | None) -> SchedulerCore:
+def _core(
+    volume: dict[str, Any], *, migrated: str | None, metrics: Metrics | None = None
+) -> SchedulerCore:
     """n1 has the Kubernetes zone label, n2 the EBS driver's, n3 both; each node's CSINode
     lists ``migrated`` as migrated (None: no CSINodes)."""
     core = SchedulerCore(
-        SchedulerConfig(), FakeClock(), RecordingBinder(), RecordingRecorder(), rng=random.Random(0)
+        SchedulerConfig(),
+        FakeClock(),
+        RecordingBinder(),
+        RecordingRecorder(),
+        rng=random.Random(0),
+        observer=metrics,
     )
     labels = {"n1": {GA_ZONE: "us-east-1a"}, "n2": {EBS_ZONE: "us-east-1a"}}
     labels["n3"] = {**labels["n1"], **labels["n2"]}
@@ -114,8 +122,12 @@ def test_a_node_that_migrated_the_plugin_checks_the_volume_s_csi_topology() -> N
 
 def test_a_volume_that_does_not_translate_is_an_error_on_a_migrated_node() -> None:
     volume = ebs_volume("pv", "aws://us-east-1a/not-a-volume")
-    r = _feasible(_core(volume, migrated="kubernetes.io/aws-ebs"))
+    metrics = Metrics()
+    r = _feasible(_core(volume, migrated="kubernetes.io/aws-ebs", metrics=metrics))
     assert r.outcome == "error"
+    # Upstream's scheduler_volume_scheduling_stage_error_total{operation="predicate"}.
+    errors = "scheduler_volume_scheduling_stage_error_total"
+    assert metrics.registry.get_sample_value(errors, {"operation": "predicate"}) == 1
     assert r.message == (
         "running Filter plugin VolumeBinding: could not translate pv: failed to translate "
         "Kubernetes ID to EBS Volume ID Invalid format for AWS volume "

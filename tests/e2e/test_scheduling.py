@@ -172,9 +172,19 @@ def test_metrics_count_attempts_and_bindings(
         'scheduler_event_handling_duration_seconds_count{event="AssignedPodAdd"}',
         'scheduler_goroutines{operation="binding"}',
         'scheduler_inflight_events{event="PodPopped"}',
+        'scheduler_queued_entities{queue="active",type="pod"}',
+        "scheduler_queue_incoming_entities_total",
         "py_scheduler_leader",
     ):
         assert name in text, name
+    # Upstream's count of plugin runs: our three pods were each filtered by
+    # NodeResourcesFit on our node at least (the shared cluster has other nodes too).
+    fit = {"plugin": "NodeResourcesFit", "profile": "py-scheduler"}
+    for point in ("PreFilter", "Filter"):
+        runs = py_scheduler.metric(
+            "scheduler_plugin_evaluation_total", {**fit, "extension_point": point}
+        )
+        assert runs >= 3, (point, runs)
     assert py_scheduler.get("/healthz")[0] == 200
     assert py_scheduler.get("/readyz")[0] == 200
 

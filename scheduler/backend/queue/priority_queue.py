@@ -615,15 +615,21 @@ class PriorityQueue:
                     continue
                 if reg.event.action not in (ANY, event.action):
                     continue
+                t0 = time.perf_counter() if timed is not None else 0.0
+                label = "Queue"
+                try:
+                    queue = reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE
+                except Exception as e:
+                    # As upstream: a hint that fails queues the pod (better tried again
+                    # than stranded), and says so.
+                    _hint_failed(plugin, event, qpi.pod, e)
+                    queue, label = True, "Error"
                 if timed is not None:
                     # Upstream times every hint call, its default (no hint: Queue) too.
-                    t0 = time.perf_counter()
-                    queue = reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE
-                    seconds = time.perf_counter() - t0
-                    timed(plugin, event.name, "Queue" if queue else "QueueSkip", seconds)
-                    if queue:
-                        return True
-                elif reg.hint is None or reg.hint(qpi.pod, old, new) is QueueingHint.QUEUE:
+                    if not queue:
+                        label = "QueueSkip"
+                    timed(plugin, event.name, label, time.perf_counter() - t0)
+                if queue:
                     return True
         return False
 
@@ -767,6 +773,19 @@ class PriorityQueue:
 def _rejected(qpi: QueuedPodInfo) -> bool:
     """The pod's last attempt ended in a rejection by plugins, not in an error."""
     return not qpi.errored and bool(qpi.unschedulable_plugins)
+
+
+def _hint_failed(plugin: str, event: ClusterEvent, pod: PodInfo, e: Exception) -> None:
+    import structlog  # here: only a failing hint needs it
+
+    structlog.get_logger("scheduler.queue").warning(
+        "queueing_hint_failed",
+        plugin=plugin,
+        cluster_event=event.name,
+        pod=pod.key,
+        error=f"{type(e).__name__}: {e}",
+        note="the pod is queued, as if the hint said Queue",
+    )
 
 
 def _scheduling_relevant(p: PodInfo) -> tuple[Any, ...]:

@@ -381,6 +381,32 @@ def test_events_without_a_hint_for_the_rejecting_plugin_do_not_move(q: PriorityQ
     assert q.move_all_to_active_or_backoff(pdb_event) == 0
 
 
+def test_a_hint_that_raises_queues_the_pod_and_is_timed_as_an_error(clock: FakeClock) -> None:
+    """As upstream: a queueing hint that fails counts as Queue (the pod is not stranded)
+    and its call is observed with the hint label "Error"; the others as they answered."""
+
+    def broken(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        raise KeyError("zone")
+
+    def never(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
+        return QueueingHint.SKIP
+
+    seen: list[tuple[str, str, str]] = []
+    hints = {
+        "Calm": [EventRegistration(NODE_ADD, never)],
+        "Broken": [EventRegistration(NODE_ADD, broken)],
+    }
+    q = PriorityQueue(
+        clock, hints=hints, on_hint=lambda plugin, ev, hint, s: seen.append((plugin, ev, hint))
+    )
+    park(q, pod("calm"), "Calm")
+    park(q, pod("broken"), "Broken")
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n1").record()) == 1
+    assert q.where("default/broken") in (ACTIVE_Q, BACKOFF_Q)
+    assert q.where("default/calm") == UNSCHEDULABLE_Q
+    assert sorted(seen) == [("Broken", "NodeAdd", "Error"), ("Calm", "NodeAdd", "QueueSkip")]
+
+
 def test_pod_with_no_rejecting_plugin_moves_on_any_event(
     q: PriorityQueue, clock: FakeClock
 ) -> None:

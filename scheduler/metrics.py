@@ -453,6 +453,22 @@ class Metrics:
             ["plugin", "extension_point", "profile"],
             registry=r,
         )
+        # client-go's informer metrics, which kube-scheduler v1.37 serves (name: the
+        # component; group, version, resource: the informer's).
+        self.informer_latency = Histogram(
+            "informer_processing_latency_seconds",
+            "Time taken to process events after popping from the queue (each watch event's "
+            "handling: the cache, the queue's moves).",
+            ["name", "group", "version", "resource"],
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=r,
+        )
+        self.informer_store_version = Gauge(
+            "informer_store_resource_version",
+            "The 15 least significant digits of the resource version of the store.",
+            ["name", "group", "version", "resource"],
+            registry=r,
+        )
         self.volume_stage_errors = Counter(
             "scheduler_volume_scheduling_stage_error_total",
             "Volume scheduling stage error count (predicate, assume, bind).",

@@ -90,6 +90,8 @@ class Scheduler:
         self._synced = asyncio.Event()
         self._stopping = False
         self.last_loop_tick = time.monotonic()
+        # More gauges to set before each scrape (the live layer's informers').
+        self.gauge_sources: list[Callable[[], None]] = []
         self._api_waits = 0  # awaits of the loop on API calls under way (not a stall)
         labels = self.namespace_labels
         self.core = SchedulerCore(
@@ -235,6 +237,8 @@ class Scheduler:
                 m.queued_entities.labels(q, "pod").set(n)
         for name, (framework, _) in self.core.profiles.items():
             m.set_plugin_evaluations(name, framework.evaluations)
+        for source in self.gauge_sources:
+            source()
         self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin_and_profile())
         self.metrics.set_inflight_events(self.core.queue.in_flight_events())
         cache = self.core.cache

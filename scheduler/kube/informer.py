@@ -54,6 +54,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -94,6 +95,12 @@ class Resource:
         """The API group ("" for the core group), from the path."""
         parts = self.path.strip("/").split("/")
         return "" if parts[0] == "api" else parts[1]
+
+    @property
+    def version(self) -> str:
+        """The API version ("v1"), from the path."""
+        parts = self.path.strip("/").split("/")
+        return parts[1] if parts[0] == "api" else parts[2]
 
     @property
     def plural(self) -> str:
@@ -384,8 +391,11 @@ class Informer(Generic[T]):
         min_watch_timeout: float = 300.0,
         backoff: tuple[float, float] = (0.5, 8.0),
         watch_list: bool = True,
+        observe: Callable[[float], None] | None = None,
     ) -> None:
         self.lw = lw
+        # Each delta's handling time in seconds (client-go's informer processing latency).
+        self.observe = observe
         self.watch_list = watch_list
         self.resource = resource
         self.handler = handler
@@ -572,11 +582,21 @@ class Informer(Generic[T]):
             listing.add(obj)
 
     def _deliver(self, deltas: list[Delta[T]]) -> None:
+        observe = self.observe
         for d in deltas:
+            t0 = time.perf_counter() if observe is not None else 0.0
             try:
                 self.handler(d)
             except Exception:  # a bug in a handler must not stop the watch
                 log.exception("handler_failed", kind=self.resource.kind)
+            if observe is not None:
+                observe(time.perf_counter() - t0)
+
+    def store_version(self) -> int | None:
+        """The store's resourceVersion as client-go's informer_store_resource_version shows
+        it: its last 15 digits as a number (None: none yet, or not a number)."""
+        rv = self.resource_version[-15:]
+        return int(rv) if rv.isdigit() else None
 
 
 @contextlib.asynccontextmanager

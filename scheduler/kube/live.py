@@ -47,6 +47,9 @@ from scheduler.types import ParseError, UnknownPriorityClassError
 __all__ = ["RESOURCES", "LiveScheduler", "list_cluster", "settle_heap"]
 
 log = structlog.get_logger("py-scheduler")
+# The name of our informers in client-go's informer metrics (kube-scheduler's are named
+# "kube-scheduler").
+COMPONENT = "py-scheduler"
 
 RESOURCES = {
     "namespaces": Resource("Namespace", "/api/v1/namespaces", namespaced=False),
@@ -249,6 +252,7 @@ class LiveScheduler:
             self.informers[kind] = self._informer(
                 kind, decode_dra, h.dra_object(RESOURCES[kind].kind)
             )
+        self.scheduler.gauge_sources.append(self._refresh_informer_gauges)
         pods_raw, nodes_raw = raw_kinds(config.extenders)
         if pods_raw == "pending":
             names = frozenset(config.scheduler_names)
@@ -267,6 +271,8 @@ class LiveScheduler:
         on_error: Callable[[Any, Exception], None] | None = None,
     ) -> Informer[Any]:
         res = RESOURCES[kind]
+        m = self.metrics
+        labels = (COMPONENT, res.group, res.version, res.plural)
         return Informer(
             self.client,
             res,
@@ -276,7 +282,17 @@ class LiveScheduler:
             decode_errors=DECODE_ERRORS,
             loads=loads_without_managed_fields,
             watch_list=self.watch_list,
+            observe=m.child(m.informer_latency, *labels).observe,
         )
+
+    def _refresh_informer_gauges(self) -> None:
+        m = self.metrics
+        for informer in self.informers.values():
+            version = informer.store_version()
+            if version is not None:
+                res = informer.resource
+                labels = (COMPONENT, res.group, res.version, res.plural)
+                m.child(m.informer_store_version, *labels).set(version)
 
     # ------------------------------------------------------------------ plumbing
     def spawn(self, coro: Any) -> asyncio.Future[Any]:

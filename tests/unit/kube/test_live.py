@@ -975,6 +975,22 @@ def test_entity_evaluation_and_hint_metrics_are_upstreams() -> None:
         assert hinted == 1
         assert h.core.queue.where("default/big") in ("active", "backoff")
 
+        # client-go's informer metrics, as kube-scheduler serves them (named after us).
+        def informer(metric: str, **labels: str) -> float | None:
+            return reg.get_sample_value(metric, labels)
+
+        latency = "informer_processing_latency_seconds_count"
+        pods = {"name": "py-scheduler", "group": "", "version": "v1", "resource": "pods"}
+        nodes = {**pods, "resource": "nodes"}
+        assert (informer(latency, **pods), informer(latency, **nodes)) == (1, 2)
+        slices = {**pods, "group": "resource.k8s.io", "resource": "resourceslices"}
+        assert informer(latency, **slices) == 0  # served, no event yet
+        h.live.informers["pods"].resource_version = "98765432109876543210"
+        h.live.informers["nodes"].resource_version = "not-a-number"
+        h.s.refresh_gauges()
+        assert informer("informer_store_resource_version", **pods) == 432109876543210
+        assert informer("informer_store_resource_version", **nodes) is None
+
     _run(go())
 
 

@@ -174,6 +174,11 @@ def test_metrics_count_attempts_and_bindings(
         'scheduler_inflight_events{event="PodPopped"}',
         'scheduler_queued_entities{queue="active",type="pod"}',
         "scheduler_queue_incoming_entities_total",
+        # (the text format sorts labels by name)
+        'informer_store_resource_version{group="",name="py-scheduler",resource="pods",'
+        'version="v1"}',
+        'informer_processing_latency_seconds_count{group="",name="py-scheduler",'
+        'resource="pods",version="v1"}',
         "py_scheduler_leader",
     ):
         assert name in text, name

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import ipaddress
 import ssl
 import urllib.parse
 import urllib.request
@@ -57,6 +58,7 @@ from scheduler.kube.transport import (
 __all__ = [
     "KubeClient",
     "context_namespace",
+    "environment_proxy",
     "ignore_reply",
     "load_configuration",
     "loads_json",
@@ -87,15 +89,32 @@ def _ssl_context(cfg: aio_client.Configuration) -> ssl.SSLContext:
 
 
 def _proxy_for(cfg: aio_client.Configuration) -> str | None:
-    """The proxy to use: the configuration's, else HTTPS_PROXY/HTTP_PROXY unless NO_PROXY
-    names the host (read once; what aiohttp's trust_env would do on every request)."""
+    """The proxy to use: the configuration's, else the environment's for its host (read
+    once; what aiohttp's trust_env would do on every request)."""
     if cfg.proxy:
         return str(cfg.proxy)
-    url = urllib.parse.urlsplit(str(cfg.host))
-    if urllib.request.proxy_bypass_environment(url.hostname or ""):  # type: ignore[attr-defined]
+    return environment_proxy(str(cfg.host))
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url``: HTTPS_PROXY or HTTP_PROXY by its
+    scheme (either case), none when NO_PROXY names its host or the host is localhost or a
+    loopback address, as Go's ProxyFromEnvironment."""
+    parts = urllib.parse.urlsplit(url)
+    host = parts.hostname or ""
+    if host == "localhost" or _loopback(host):
         return None
-    proxy = urllib.request.getproxies_environment().get(url.scheme)
+    if urllib.request.proxy_bypass_environment(host):  # type: ignore[attr-defined]
+        return None
+    proxy = urllib.request.getproxies_environment().get(parts.scheme)
     return str(proxy) if proxy else None
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 JSON = Mapping[str, Any]

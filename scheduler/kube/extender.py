@@ -14,7 +14,9 @@ such an extender is configured (``raw_kinds``). A reply must be 200 within
 Calls go out on a keep-alive connection pool of their own (scheduler/kube/http1.py): one
 per extender, never behind the API client's rate limit. HTTPS as upstream's transport:
 ``tlsConfig``'s CA, client certificate and server name; ``insecure``, or ``enableHTTPS``
-without a CA, skips verification. Unlike Go's transport, HTTP(S)_PROXY is not used.
+without a CA, skips verification. As Go's transport, an extender is reached through the
+proxy HTTPS_PROXY or HTTP_PROXY names (not for a host NO_PROXY names, localhost or a
+loopback address); its calls then go through aiohttp (the pool speaks to the host itself).
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import aiohttp
 import orjson
 
 from scheduler.config import ConfigError, ExtenderConfig, ExtenderTLS
 from scheduler.framework.extender import ExtenderError, ExtenderFilterResult
 from scheduler.framework.preemption import Candidate
+from scheduler.kube.client import environment_proxy
 from scheduler.kube.http1 import ConnectionPool, HttpError
 from scheduler.types import NodeInfo, PodInfo
 
@@ -62,12 +66,17 @@ class HTTPExtender:
         self._raw_node = raw_node
         self._managed = frozenset(n for n, _ in config.managed_resources)
         self._url = config.url_prefix.rstrip("/")
+        self._tls = _tls_context(config) if config.url_prefix.startswith("https") else None
+        self._server_hostname = (config.tls.server_name or None) if config.tls else None
         self._pool = ConnectionPool(
             config.url_prefix,
-            ssl_context=_tls_context(config) if config.url_prefix.startswith("https") else None,
-            server_hostname=(config.tls.server_name or None) if config.tls else None,
+            ssl_context=self._tls,
+            server_hostname=self._server_hostname,
             size=16,
         )
+        # The environment's proxy for this extender (read once), else None: the pool.
+        self.proxy = environment_proxy(config.url_prefix)
+        self._session: aiohttp.ClientSession | None = None
 
     @property
     def name(self) -> str:
@@ -207,6 +216,8 @@ class HTTPExtender:
 
     async def close(self) -> None:
         await self._pool.close()
+        if self._session is not None:
+            await self._session.close()
 
     # ------------------------------------------------------------------ plumbing
     def _args(self, pod: PodInfo, nodes: Sequence[NodeInfo]) -> dict[str, Any]:
@@ -228,13 +239,16 @@ class HTTPExtender:
     async def _send(self, verb: str, args: Mapping[str, Any]) -> Any:
         url = f"{self._url}/{verb}"
         try:
-            status, body = await self._pool.request(
-                "POST",
-                f"/{verb}",
-                headers={"Content-Type": "application/json"},
-                body=orjson.dumps(args),
-                timeout=self.config.http_timeout,
-            )
+            if self.proxy is None:
+                status, body = await self._pool.request(
+                    "POST",
+                    f"/{verb}",
+                    headers={"Content-Type": "application/json"},
+                    body=orjson.dumps(args),
+                    timeout=self.config.http_timeout,
+                )
+            else:
+                status, body = await self._post_via_proxy(url, orjson.dumps(args))
         except HttpError as e:
             raise ExtenderError(f'Post "{url}": {e}') from e
         if status != 200:
@@ -243,6 +257,30 @@ class HTTPExtender:
             return orjson.loads(body)
         except orjson.JSONDecodeError as e:
             raise self._malformed(verb, f"not JSON: {e}") from e
+
+    async def _post_via_proxy(self, url: str, body: bytes) -> tuple[int, bytes]:
+        """POST ``body`` to ``url`` through ``self.proxy`` (aiohttp: HTTP in absolute
+        form, HTTPS by CONNECT, then TLS with the extender's settings). Failures are
+        HttpErrors, as the pool's."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(trust_env=False)
+        try:
+            async with self._session.post(
+                url,
+                data=body,
+                headers={"Content-Type": "application/json"},
+                proxy=self.proxy,
+                ssl=self._tls if self._tls is not None else True,
+                server_hostname=self._server_hostname,
+                timeout=aiohttp.ClientTimeout(total=self.config.http_timeout),
+            ) as reply:
+                return reply.status, await reply.read()
+        except (aiohttp.ClientError, OSError) as e:
+            raise HttpError(f"through proxy {self.proxy}: {type(e).__name__}: {e}") from e
+        except TimeoutError as e:
+            raise HttpError(
+                f"no response within {self.config.http_timeout:g} s (through proxy {self.proxy})"
+            ) from e
 
     def _malformed(self, verb: str, problem: str) -> ExtenderError:
         return ExtenderError(f"extender {self._url}/{verb} answered: {problem}")

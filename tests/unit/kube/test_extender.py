@@ -142,6 +142,52 @@ def test_a_slow_extender_times_out(serve: Any) -> None:
         release.set()
 
 
+def test_the_environment_s_proxy_is_used_as_go_s_transport_uses_it(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP_PROXY (or HTTPS_PROXY for https) carries the calls, in absolute form, unless
+    NO_PROXY names the host or the host is loopback (Go's ProxyFromEnvironment)."""
+    proxy = serve(lambda path, body: (200, {"NodeNames": ["n1"]}))
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", proxy.url(""))
+    far = "http://extender.example:8123/scheduler"  # never resolved: the proxy answers
+    ext = extender(ExtenderConfig(far, filter_verb="filter", node_cache_capable=True))
+    assert ext.proxy == proxy.url("")
+    result = run(ext, ext.filter(POD, NODES))
+    assert list(result.nodes) == ["n1"]
+    assert proxy.seen[0][0] == f"{far}/filter"
+    assert proxy.seen[0][1]["NodeNames"] == ["n1", "n2"]
+    # A loopback extender is reached directly, whatever the environment says.
+    near = serve(lambda path, body: (200, {"NodeNames": ["n2"]}))
+    ext = extender(ExtenderConfig(near.url(), filter_verb="filter", node_cache_capable=True))
+    assert ext.proxy is None
+    assert list(run(ext, ext.filter(POD, NODES)).nodes) == ["n2"]
+    assert near.seen[0][0] == "/scheduler/filter" and len(proxy.seen) == 1
+    # NO_PROXY names the host; https goes by HTTPS_PROXY only.
+    monkeypatch.setenv("NO_PROXY", "extender.example")
+    assert extender(ExtenderConfig(far, filter_verb="filter")).proxy is None
+    monkeypatch.delenv("NO_PROXY")
+    tls = ExtenderConfig("https://extender.example/s", filter_verb="filter", enable_https=True)
+    assert extender(tls).proxy is None
+    monkeypatch.setenv("https_proxy", "http://proxy.example:3128")
+    assert extender(tls).proxy == "http://proxy.example:3128"
+
+
+def test_a_proxy_that_is_not_there_is_an_unreachable_extender(
+    serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = serve(lambda path, body: (200, {}))
+    url = gone.url("")
+    gone.stop()
+    monkeypatch.setenv("HTTP_PROXY", url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    ext = extender(ExtenderConfig("http://extender.example/s", filter_verb="filter"))
+    with pytest.raises(ExtenderError, match=f'^Post "http://extender.example/s/filter": .*{url}'):
+        run(ext, ext.filter(POD, NODES))
+
+
 def test_answers_that_are_not_what_the_verb_returns(serve: Any) -> None:
     srv = serve(lambda path, body: (200, b"{not json"))
     ext = extender(ExtenderConfig(srv.url(), filter_verb="filter"))

@@ -16,6 +16,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+import numpy as np
 from prometheus_client import CollectorRegistry
 from prometheus_client import utils as _prom_utils
 from prometheus_client.core import (
@@ -520,8 +521,16 @@ class Metrics:
         else:
             self.child(self.batch_rescore_seconds, profile).observe(seconds)
 
-    def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
-        self.child(self.queueing_hint_seconds, plugin, event, hint).observe(seconds)
+    def fold_hint_times(self, times: Mapping[tuple[str, str, str], Sequence[float]]) -> None:
+        """Queueing hint calls' seconds by (plugin, event, hint), into their histogram in
+        bulk (the queue keeps them between scrapes: a list append per call)."""
+        for key, seconds in times.items():
+            series = self.child(self.queueing_hint_seconds, *key)
+            values = np.asarray(seconds, dtype=np.float64)
+            where = np.searchsorted(series.bounds, values, side="left")
+            for i, n in enumerate(np.bincount(where, minlength=len(series.bounds)).tolist()):
+                series.counts[i] += n
+            series.sum += float(values.sum())
 
     def incoming(self, queue: str, event: str) -> None:
         """A pod entered a queue (upstream counts it as a pod and as an entity)."""

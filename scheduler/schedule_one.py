@@ -299,7 +299,7 @@ class CycleObserver(PluginMetrics, BatchObserver, Protocol):
     extension_point_duration, plugin_execution_duration (sampled cycles only),
     pod_scheduling_sli_duration, pod_scheduled_after_flush and permit_wait_duration;
     the in-tree plugins' own (``PluginMetrics``: DynamicResources', VolumeBinding's),
-    OpportunisticBatching's (``BatchObserver``) and the queueing hints' durations."""
+    and OpportunisticBatching's (``BatchObserver``)."""
 
     def algorithm_duration(self, seconds: float) -> None: ...
 
@@ -310,8 +310,6 @@ class CycleObserver(PluginMetrics, BatchObserver, Protocol):
     def pod_scheduled(self, attempts: int, sli_seconds: float, after_flush: bool) -> None: ...
 
     def permit_wait(self, result: str, seconds: float) -> None: ...
-
-    def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None: ...
 
 
 # Upstream's pluginMetricsSamplePercent: plugin durations are recorded in 10% of cycles.
@@ -445,7 +443,7 @@ class SchedulerCore:
             max_unschedulable_duration=self.config.pod_max_in_unschedulable_seconds,
             on_ready=self.on_ready,
             on_incoming=self.on_incoming,
-            on_hint=None if self.observer is None else self.observer.queueing_hint,
+            time_hints=self.observer is not None,
         )
         # One framework (and preemption evaluator) per profile, by scheduler name; the
         # queue, cache, snapshot, nominator, the pods held at Permit and those in an async

@@ -237,6 +237,7 @@ class Scheduler:
                 m.queued_entities.labels(q, "pod").set(n)
         for name, (framework, _) in self.core.profiles.items():
             m.set_plugin_evaluations(name, framework.evaluations)
+        m.fold_hint_times(self.core.queue.take_hint_times())
         for source in self.gauge_sources:
             source()
         self.metrics.set_unschedulable(self.core.queue.unschedulable_by_plugin_and_profile())

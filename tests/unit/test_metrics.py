@@ -91,3 +91,17 @@ def test_the_schedulers_metrics_register_once_and_scrape() -> None:
     # a second family of a name already registered is refused, as prometheus_client does
     with pytest.raises(ValueError, match="Duplicated timeseries"):
         Counter("scheduler_pod_scheduled_after_flush_total", "Again.", registry=reg)
+
+
+def test_hint_times_fold_into_their_histogram_as_observed_one_by_one() -> None:
+    folded, one_by_one = Metrics(), Metrics()
+    seconds = [0.000001, 0.00001, 0.00002, 0.0005, 0.003, 0.05, 1.0]
+    key = ("NodeResourcesFit", "NodeAdd", "QueueSkip")
+    folded.fold_hint_times({key: seconds[:3]})
+    folded.fold_hint_times({key: seconds[3:]})  # a second fold adds to the first
+    for s in seconds:
+        one_by_one.queueing_hint_seconds.labels(*key).observe(s)
+    name = "scheduler_queueing_hint_execution_duration_seconds"
+    assert exposition(folded.registry) == exposition(one_by_one.registry)
+    labels = {"plugin": key[0], "event": key[1], "hint": key[2]}
+    assert folded.registry.get_sample_value(f"{name}_count", labels) == len(seconds)

@@ -125,8 +125,8 @@ class QueuedPodInfo:
 
 
 IncomingHook = Callable[[str, str], None]  # (queue, event) for metrics
-# (plugin, event, "Queue" or "QueueSkip", seconds): each queueing hint's call, for metrics
-HintHook = Callable[[str, str, str, float], None]
+# Each queueing hint call's seconds by (plugin, event, "Queue" / "QueueSkip" / "Error")
+HintTimes = dict[tuple[str, str, str], list[float]]
 
 # A QueueSort plugin's order: whether the first pod goes before the second.
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
@@ -177,7 +177,7 @@ class PriorityQueue:
         on_ready: Callable[[], None] | None = None,
         on_incoming: IncomingHook | None = None,
         pop_from_backoff: bool = True,
-        on_hint: HintHook | None = None,
+        time_hints: bool = False,
     ) -> None:
         if initial_backoff <= 0 or max_backoff < initial_backoff:
             raise ValueError(
@@ -196,7 +196,9 @@ class PriorityQueue:
         self.profile_hints: dict[str, dict[str, list[EventRegistration]]] = {}
         self.on_ready = on_ready
         self.on_incoming = on_incoming
-        self.on_hint = on_hint
+        # With ``time_hints``: each hint call's duration, kept here until the metrics take
+        # them (``take_hint_times``; a list append per call, the histogram built in bulk).
+        self.hint_times: HintTimes | None = {} if time_hints else None
         # PreEnqueue-style gate: a pod for which it returns False waits in the unschedulable
         # map instead of activeQ (used to hold a preemptor while its victims are deleted).
         self.gate: Callable[[PodInfo], bool] | None = None
@@ -608,7 +610,7 @@ class PriorityQueue:
         hints = self.hints
         if self.profile_hints:
             hints = self.profile_hints.get(qpi.pod.scheduler_name, hints)
-        timed = self.on_hint
+        timed = self.hint_times
         for plugin in qpi.unschedulable_plugins:
             for reg in hints.get(plugin, ()):
                 if reg.event.resource not in (ANY, event.resource):
@@ -626,12 +628,24 @@ class PriorityQueue:
                     queue, label = True, "Error"
                 if timed is not None:
                     # Upstream times every hint call, its default (no hint: Queue) too.
-                    if not queue:
-                        label = "QueueSkip"
-                    timed(plugin, event.name, label, time.perf_counter() - t0)
+                    seconds = time.perf_counter() - t0
+                    key = (plugin, event.name, label if queue else "QueueSkip")
+                    kept = timed.get(key)
+                    if kept is None:
+                        timed[key] = [seconds]
+                    else:
+                        kept.append(seconds)
                 if queue:
                     return True
         return False
+
+    def take_hint_times(self) -> HintTimes:
+        """The hint calls timed since the last take (none unless ``time_hints``)."""
+        times = self.hint_times
+        if not times:
+            return {}
+        self.hint_times = {}
+        return times
 
     def move_all_to_active_or_backoff(
         self, event: ClusterEvent, old: Any = None, new: Any = None, *, skip: str = ""

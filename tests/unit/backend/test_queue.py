@@ -391,20 +391,29 @@ def test_a_hint_that_raises_queues_the_pod_and_is_timed_as_an_error(clock: FakeC
     def never(pod: PodInfo, old: Any, new: Any) -> QueueingHint:
         return QueueingHint.SKIP
 
-    seen: list[tuple[str, str, str]] = []
     hints = {
         "Calm": [EventRegistration(NODE_ADD, never)],
         "Broken": [EventRegistration(NODE_ADD, broken)],
     }
-    q = PriorityQueue(
-        clock, hints=hints, on_hint=lambda plugin, ev, hint, s: seen.append((plugin, ev, hint))
-    )
+    q = PriorityQueue(clock, hints=hints, time_hints=True)
     park(q, pod("calm"), "Calm")
     park(q, pod("broken"), "Broken")
     assert q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n1").record()) == 1
     assert q.where("default/broken") in (ACTIVE_Q, BACKOFF_Q)
     assert q.where("default/calm") == UNSCHEDULABLE_Q
-    assert sorted(seen) == [("Broken", "NodeAdd", "Error"), ("Calm", "NodeAdd", "QueueSkip")]
+    assert q.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n2").record()) == 0
+    times = q.take_hint_times()
+    assert {k: len(v) for k, v in times.items()} == {
+        ("Broken", "NodeAdd", "Error"): 1,
+        ("Calm", "NodeAdd", "QueueSkip"): 2,
+    }
+    assert all(s >= 0 for v in times.values() for s in v)
+    assert q.take_hint_times() == {}  # taken: the next take has only what came after
+    # Without time_hints nothing is kept.
+    plain = PriorityQueue(clock, hints=hints)
+    park(plain, pod("calm"), "Calm")
+    plain.move_all_to_active_or_backoff(NODE_ADD, None, make_node("n1").record())
+    assert plain.take_hint_times() == {}
 
 
 def test_pod_with_no_rejecting_plugin_moves_on_any_event(

@@ -964,8 +964,10 @@ def test_entity_evaluation_and_hint_metrics_are_upstreams() -> None:
         assert sample(evaluated, extension_point="PreFilter", **fit) == 1
         assert sample(evaluated, extension_point="Filter", **fit) == 1  # one node, rejected
         assert sample(evaluated, extension_point="Score", **fit) == 0  # nothing to score
-        # A node added: NodeResourcesFit's hint for "big" runs, says Queue, and is timed.
+        # A node added: NodeResourcesFit's hint for "big" runs, says Queue, and is timed
+        # (the timings reach the histogram before a scrape).
         h.event("nodes", "ADDED", make_node("n2").alloc(cpu="4", memory="8Gi", pods=10).obj())
+        h.s.refresh_gauges()
         hinted = sample(
             "scheduler_queueing_hint_execution_duration_seconds_count",
             plugin="NodeResourcesFit",

@@ -48,4 +48,7 @@ if os.environ.get("RUN", "1") == "1":
         new = node_from_dict(raw)
         core.on_node_update(old, new)
         old = new
+    if obs and hasattr(core.queue, "take_hint_times"):
+        # What the scrape (or the flush loop, each second) does with the timings.
+        core.observer.fold_hint_times(core.queue.take_hint_times())  # type: ignore[union-attr]
 assert len(core.queue.pending_pods()["unschedulable"]) == u

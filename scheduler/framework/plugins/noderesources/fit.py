@@ -100,6 +100,9 @@ def sign_requests(
     return [SignFragment(signers.RESOURCES, signers.resources(pod))], SUCCESS
 
 
+_NOTHING = Resource()  # an empty node's requests (never changed)
+
+
 def insufficient_resources(
     req: Resource,
     ni: NodeInfo,
@@ -575,7 +578,10 @@ class NodeResourcesFit(PassingPreFilter):
             if not isinstance(new, NodeRecord):
                 return QueueingHint.SKIP
             delegated = delegated_resources(pod.requests, self.dra)
-            if insufficient_resources(pod.requests, NodeInfo(new), delegated=delegated):
+            # The node were it empty: its allocatable, nothing requested, no pod on it.
+            if insufficient_amounts(
+                pod.requests, new.allocatable, _NOTHING, 0, delegated=delegated
+            ):
                 return QueueingHint.SKIP
             if not isinstance(old, NodeRecord):
                 return QueueingHint.QUEUE

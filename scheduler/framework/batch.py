@@ -356,38 +356,24 @@ class OpportunisticBatch:
         ``others`` other feasible nodes; ``candidates``: those nodes with their scores
         (None when they were not kept). Keeps them unless the pod took its hint."""
         observer = self.observer
-        if observer is None:
-            self._store(signature, chosen, candidates, cycle, others=others)
-            return
-        t0 = time.perf_counter()
-        self._store(signature, chosen, candidates, cycle, others=others)
-        observer.batch_timed("store", self.handle.profile_name, time.perf_counter() - t0)
-
-    def _store(
-        self,
-        signature: object,
-        chosen: str,
-        candidates: Candidates | None,
-        cycle: int,
-        *,
-        others: int,
-    ) -> None:
+        t0 = time.perf_counter() if observer is not None else 0.0
         hinted, self.hinted = self.hinted, ""
         self.last_cycle = cycle
         self.last_chosen = chosen
-        observer = self.observer
         profile = self.handle.profile_name
         if hinted and hinted == chosen:
             self.batched_pods += 1
             if observer is not None:
                 observer.batch_attempt(profile, HINT_USED)
-            return
-        if hinted and observer is not None:
-            observer.batch_attempt(profile, HINT_NOT_USED)
-        if signature is not None and candidates is not None and len(candidates) > 0:
-            self.kept = _Kept(signature, candidates, self.now())
-            return
-        self._flush(FLUSH_EMPTY_LIST if others == 0 else FLUSH_POD_NOT_BATCHABLE)
+        else:
+            if hinted and observer is not None:
+                observer.batch_attempt(profile, HINT_NOT_USED)
+            if signature is not None and candidates is not None and len(candidates) > 0:
+                self.kept = _Kept(signature, candidates, self.now())
+            else:
+                self._flush(FLUSH_EMPTY_LIST if others == 0 else FLUSH_POD_NOT_BATCHABLE)
+        if observer is not None:
+            observer.batch_timed("store", profile, time.perf_counter() - t0)
 
     def _flush(self, reason: str) -> bool:
         self.kept = None

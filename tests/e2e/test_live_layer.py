@@ -4,6 +4,7 @@
 - a watch gap (the scheduler cut off by a loopback proxy) during which pods are deleted and
   created, ended by etcd compaction and an API server restart so that the resume gets 410;
 - a gated pod (spec.schedulingGates) never preempts, and is bound once its gate is removed;
+- a pending pod whose deletion waits for a finalizer is skipped with upstream's event;
 - the leader keeps its lease through a 1000-pod binding burst at the default 50 QPS.
 
 No test asserts speed: the deadlines are generous bounds on "eventually".

@@ -2690,7 +2690,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "as the client can), backlog (throughput only: every pod created before the "
         "scheduler starts)",
     )
-    ap.add_argument("--schedulers", default="kube,py")
+    ap.add_argument(
+        "--schedulers",
+        type=scheduler_names,
+        default="kube,py",
+        help="kube, py or both (comma-separated)",
+    )
     ap.add_argument(
         "--repeat",
         type=_positive_int,
@@ -2836,6 +2841,18 @@ def mode_names(text: str | Sequence[str]) -> tuple[str, ...]:
     if not names:
         raise argparse.ArgumentTypeError("no mode given")
     return names
+
+
+def scheduler_names(text: str) -> str:
+    """--schedulers: a comma-separated list of ``kube`` and ``py``; anything else is an
+    error naming the known ones (kept as the text, which the run records)."""
+    names = [p.strip() for p in text.split(",") if p.strip()]
+    for name in names:
+        if name not in ("kube", "py"):
+            raise argparse.ArgumentTypeError(f"unknown scheduler {name!r} (known: kube, py)")
+    if not names:
+        raise argparse.ArgumentTypeError("no scheduler given")
+    return ",".join(dict.fromkeys(names))
 
 
 def size_names(text: str | Sequence[str]) -> tuple[str, ...]:

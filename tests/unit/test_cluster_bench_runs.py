@@ -54,6 +54,18 @@ def test_a_repeat_that_is_not_a_positive_count_is_refused(
     assert flag in capsys.readouterr().err
 
 
+def test_the_schedulers_are_named_kube_and_py_and_nothing_else(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert B.parse_args([]).schedulers == "kube,py"
+    assert B.parse_args(["--schedulers", " py, py,"]).schedulers == "py"
+    for bad, said in (("py-scheduler", "unknown scheduler 'py-scheduler'"), (",", "no scheduler")):
+        with pytest.raises(SystemExit):
+            B.parse_args(["--schedulers", bad])
+        err = capsys.readouterr().err
+        assert "--schedulers" in err and said in err
+
+
 class _State:
     def __init__(self, components: dict[str, object]) -> None:
         self.components = components

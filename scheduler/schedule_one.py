@@ -1512,10 +1512,7 @@ class SchedulerCore:
             if nominated_info is not None and nominated_info.node is not None:
                 t0 = time.perf_counter()
                 st = fw.run_filter_with_nominated_pods(state, pod, nominated_info)
-                if st.is_success():
-                    fw.count_filter(state, 1, {})
-                elif st.plugin:
-                    fw.count_filter(state, 0, {st.plugin: 1})
+                fw.count_filter_run(state, st)
                 if obs is not None:  # upstream's evaluateNominatedNode filters it on its own
                     code = "Error" if st.code == Code.ERROR else "Success"
                     obs.extension_point(

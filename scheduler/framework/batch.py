@@ -80,6 +80,10 @@ class BatchHandle(Protocol):
 
     def run_filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status: ...
 
+    def count_filter_run(self, state: CycleState, st: Status) -> None:
+        """Count a run of the filter plugins that ended in ``st`` (plugin evaluations)."""
+        ...
+
     def run_pre_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot
     ) -> Status: ...
@@ -284,6 +288,7 @@ class OpportunisticBatch:
         if last is None or last.node is None:
             return self._flush(FLUSH_NODE_MISSING)
         st = self.handle.run_filter(state, pod, last)
+        self.handle.count_filter_run(state, st)
         if st.is_success():
             return self._rescore(state, pod, snapshot, last)
         if not st.is_rejected():

@@ -337,6 +337,7 @@ class Evaluator:
             if not st.is_success():
                 return [], 0, st
         st = fw.run_filter_with_nominated_pods(state, pod, node_info)
+        fw.count_filter_run(state, st)
         if not st.is_success():
             return [], 0, st
         potential.sort(key=_importance_key)
@@ -348,7 +349,9 @@ class Evaluator:
             add = fw.run_pre_filter_add_pod(state, pod, p, node_info)
             if not add.is_success():
                 return False, add
-            fits = fw.run_filter_with_nominated_pods(state, pod, node_info).is_success()
+            run = fw.run_filter_with_nominated_pods(state, pod, node_info)
+            fw.count_filter_run(state, run)
+            fits = run.is_success()
             if not fits:
                 node_info.remove_pod(p.key)
                 rm = fw.run_pre_filter_remove_pod(state, pod, p, node_info)
@@ -422,34 +425,45 @@ class Evaluator:
         used = node_info.requested.copy()
         for p in potential:
             used.sub(p.requests)
+        fw = self.framework
         for plugin, amounts in plan:
             if amounts is None:
                 st = plugin.filter(state, pod, node_info)  # reads the node record only
             else:
                 st = amounts.filter_amounts(state, pod, alloc, used, num_pods)
             if st is not SUCCESS and not st.is_success():
-                return [], 0, st.with_plugin(plugin.name)
-        fits = [a.fits_amounts for _, a in plan if a is not None]
+                st = st.with_plugin(plugin.name)
+                fw.count_filter_run(state, st)
+                return [], 0, st
+        fits = [(a.fits_amounts, p.name) for p, a in plan if a is not None]
         potential.sort(key=_importance_key)
         violating, non_violating = filter_victims_with_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
         num_violating = 0
+        # Plugin evaluations as upstream's runs would count them: the run above, then one
+        # per pod put back, every plugin up to the one that turned the node down.
+        runs_passed = 1
+        rejected_by: dict[str, int] = {}
         for is_violating, group in ((True, violating), (False, non_violating)):
             for p in group:
                 req = p.requests
                 used.add(req)
                 num_pods += 1
-                if len(fits) == 1:
-                    reprieved = fits[0](state, pod, alloc, used, num_pods)
-                else:
-                    reprieved = all(f(state, pod, alloc, used, num_pods) for f in fits)
-                if reprieved:
+                rejecting = ""
+                for fit, name in fits:
+                    if not fit(state, pod, alloc, used, num_pods):
+                        rejecting = name
+                        break
+                if not rejecting:
+                    runs_passed += 1
                     continue
+                rejected_by[rejecting] = rejected_by.get(rejecting, 0) + 1
                 used.sub(req)
                 num_pods -= 1
                 victims.append(p)
                 if is_violating:
                     num_violating += 1
+        fw.count_filter(state, runs_passed, rejected_by)
         if violating and non_violating:
             victims.sort(key=_importance_key)
         return victims, num_violating, Status()

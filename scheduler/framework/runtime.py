@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import time
+import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -72,6 +73,8 @@ __all__ = ["Framework", "PluginScores", "ScoreOutOfRange", "int64_column"]
 _P = TypeVar("_P")
 # CycleState key: the PreBind plugins whose PreBindPreFlight said SKIP.
 _PRE_BIND_SKIPPED = "framework/PreBindSkipped"
+# count_filter's rejections of a run every plugin passed.
+_NO_REJECTIONS: Mapping[str, int] = types.MappingProxyType({})
 
 
 def _in_order(found: dict[str, _P], names: Sequence[str] | None) -> list[_P]:
@@ -142,8 +145,11 @@ class Framework:
     signs_no_pod: bool = False
     # Upstream's scheduler_plugin_evaluation_total: how many times each PreFilter, Filter,
     # PreScore and Score plugin was run, by (plugin, extension point), read at scrapes.
-    # PreFilter and PreScore count a call unless it skipped; Filter counts each node a
-    # plugin decided in the cycle's filter walk (``count_filter``); Score each node scored.
+    # PreFilter and PreScore count a call unless it skipped; Filter counts each run of the
+    # plugins on a node, up to the plugin that turned it down (``count_filter`` for a walk's
+    # nodes, ``count_filter_run`` for one run: the nominated pods' first pass, preemption's
+    # dry runs, batching's check of a hint), as upstream's instrumented plugins count
+    # every call; Score each node scored.
     evaluations: dict[tuple[str, str], int] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -578,6 +584,14 @@ class Framework:
                 key = (p.name, "Filter")
                 counts[key] = counts.get(key, 0) + reached
 
+    def count_filter_run(self, state: CycleState, st: Status) -> None:
+        """Count one run of the filter plugins on a node that ended in ``st``: every
+        active plugin when it passed, those up to the rejecting plugin otherwise."""
+        if st is SUCCESS or st.is_success():
+            self.count_filter(state, 1, _NO_REJECTIONS)
+        elif st.plugin:
+            self.count_filter(state, 0, {st.plugin: 1})
+
     def filter_plan(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> tuple[BoolArray, list[FilterPlugin]] | None:
@@ -659,6 +673,10 @@ class Framework:
                     return st
             elif not added or not st.is_success():
                 break
+            else:
+                # Upstream's instrumented plugins count both passes; the caller counts the
+                # run's outcome, so the first pass, which every active plugin passed, here.
+                self.count_filter(state, 1, _NO_REJECTIONS)
             st = self.run_filter(state_to_use, pod, info_to_use)
             if not st.is_success():
                 return st

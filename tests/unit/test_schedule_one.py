@@ -406,6 +406,56 @@ def test_plugin_evaluations_are_counted_as_upstreams_instrumented_plugins(
     assert at["Score"] == {"NodeResourcesFit": 2}
 
 
+def _filter_evaluations(core: SchedulerCore) -> dict[str, int]:
+    return {p: n for (p, pt), n in core.framework.evaluations.items() if pt == "Filter"}
+
+
+@pytest.mark.parametrize("vectorized", [True, False], ids=["bulk", "node by node"])
+def test_preemptions_dry_run_counts_a_filter_run_per_try(vectorized: bool) -> None:
+    """Upstream's instrumented Filter plugins count every call, preemption's dry run's
+    too: the run with every victim off the node, then one per pod put back, each up to
+    the plugin that turned the node down. The fast dry run (on sums) counts as the
+    general one."""
+    clock = FakeClock()
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(
+        CONFIG, clock, binder, recorder, rng=random.Random(0), vectorized=vectorized
+    )
+    core.on_node_add(node("n1"))
+    core.on_pod_add(bound("a", "n1", cpu="2"))
+    core.on_pod_add(bound("b", "n1", cpu="2"))
+    core.on_pod_add(pending("high", cpu="2", priority=100))
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "preempting"
+    assert core.queue.nominator.nominated_node("default/high") == "n1"
+    # The cycle's walk: n1 turned down by Fit (1 each). The dry run: every victim off
+    # (passed), one put back (passed), the other put back (Fit said no): 3 each.
+    four = dict.fromkeys(("NodeUnschedulable", "NodeName", "TaintToleration"), 4)
+    assert _filter_evaluations(core) == {**four, "NodeResourcesFit": 4}
+
+
+@pytest.mark.parametrize("vectorized", [True, False], ids=["bulk", "node by node"])
+def test_a_node_with_nominated_pods_counts_both_filter_passes(vectorized: bool) -> None:
+    clock = FakeClock()
+    binder, recorder = RecordingBinder(), RecordingRecorder()
+    core = SchedulerCore(
+        CONFIG, clock, binder, recorder, rng=random.Random(0), vectorized=vectorized
+    )
+    core.on_node_add(node("n1"))
+    core.on_node_add(node("n2", cpu="1"))
+    core.queue.nominator.add_nominated_pod(pending("high", cpu="2", priority=100), "n1")
+    core.on_pod_add(pending("low", cpu="1"))
+    r = core.schedule_one()
+    assert r is not None and r.outcome == "assumed"
+    # n1: the pass with "high" on it, then the pass without; n2: one pass.
+    assert _filter_evaluations(core) == {
+        "NodeUnschedulable": 3,
+        "NodeName": 3,
+        "TaintToleration": 3,
+        "NodeResourcesFit": 3,
+    }
+
+
 # ----------------------------------------------------------------------------- failures
 
 

@@ -450,17 +450,24 @@ def test_preemption_dry_run_on_amounts_matches(c: dict[str, Any], offset: int) -
         pdbs = list(ev.pdbs())
         decisions = []
         dry_runs = []
+        evaluations = []
         for fast in (False, True):
             ev.fast_dry_run = fast
             decisions.append(ev.decide(state.clone(), preemptor, statuses, offset=offset))
             # Every potential node, not only until enough candidates are found.
+            before = dict(fw.evaluations)
             dry_runs.append(
                 ev.dry_run_preemption(
                     state.clone(), preemptor, potential, pdbs, 0, len(potential) or 1
                 )
             )
+            # The Filter runs the dry run counted (scheduler_plugin_evaluation_total).
+            evaluations.append(
+                {k: n - before.get(k, 0) for k, n in fw.evaluations.items() if n != before.get(k)}
+            )
         assert decisions[1] == decisions[0]
         assert dry_runs[1] == dry_runs[0]
+        assert evaluations[1] == evaluations[0]
 
 
 # --------------------------------------------------------------------------- the fast paths run

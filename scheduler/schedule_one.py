@@ -24,8 +24,8 @@ whose calls it awaits while reading only its snapshot, taken at its start.
 Bulk path (``vectorized``, the default): the Filter walk asks the framework which nodes
 surely pass (numpy masks over the snapshot's ``NodeArrays``) and calls plugins only on the
 other nodes, on nodes with nominated pods, and for plugins without a bulk answer; Score
-totals come from ``run_score_batch`` and the host is drawn by the same reservoir sampling
-with the same rng draws. Every result (feasible nodes and their order, statuses, scores,
+totals come from ``run_score_batch`` and the host is drawn among the best as the
+node-by-node path draws it (one ``randrange``). Every result (feasible nodes and their order, statuses, scores,
 host, ``next_start_node_index``) equals the node-by-node path's; ``vectorized=False``
 forces that path (the equivalence tests compare the two).
 """
@@ -1395,55 +1395,27 @@ class SchedulerCore:
         return extra
 
     def _select_host(self, scores: list[NodeScore]) -> str:
-        best = ""
-        best_score = -1
-        ties = 0
-        for ns in scores:
-            name, score = ns.name, ns.score
-            if score > best_score:
-                best, best_score, ties = name, score, 1
-            elif score == best_score:
-                ties += 1
-                if self.rng.randrange(ties) == 0:  # reservoir sampling: uniform among ties
-                    best = name
-        return best
+        """The node of the best score ("" when there is none, or none scored 0 or more),
+        one drawn uniformly at random among equals: a single ``randrange`` over them
+        (the reservoir sampling this replaced drew the same distribution once per tie)."""
+        if not scores:
+            return ""
+        top = max(ns.score for ns in scores)
+        if top < 0:
+            return ""
+        best = [ns.name for ns in scores if ns.score == top]
+        return best[0] if len(best) == 1 else best[self.rng.randrange(len(best))]
 
     def _select_host_batch(self, nodes: Sequence[NodeInfo], totals: Int64Array) -> str:
-        """``_select_host`` over a column of totals: the same reservoir sampling, drawing
-        from ``rng`` at exactly the same ties (a node equal to the best so far)."""
-        start = np.full(1, -1, dtype=np.int64)  # _select_host's best score before any node
-        best_before = np.maximum.accumulate(np.concatenate((start, totals)))[:-1]
-        higher = totals > best_before
-        events = np.flatnonzero(higher | (totals == best_before))
-        best = -1
-        ties = 0
-        rng = self.rng
-        if type(rng) is not random.Random:  # a subclass may draw otherwise: ask it
-            randrange = rng.randrange
-            for i, is_higher in zip(events.tolist(), higher[events].tolist(), strict=True):
-                if is_higher:
-                    best, ties = i, 1
-                else:
-                    ties += 1
-                    if randrange(ties) == 0:
-                        best = i
-            return nodes[best].name if best >= 0 else ""
-        # random.Random.randrange(n) is getrandbits(n.bit_length()) drawn until below n
-        # (its _randbelow): the same draws inline, without two Python calls per tie (a
-        # thousand pods on equal nodes meet ~150 ties each). Tested against randrange.
-        getrandbits = rng.getrandbits
-        for i, is_higher in zip(events.tolist(), higher[events].tolist(), strict=True):
-            if is_higher:
-                best, ties = i, 1
-            else:
-                ties += 1
-                k = ties.bit_length()
-                r = getrandbits(k)
-                while r >= ties:
-                    r = getrandbits(k)
-                if r == 0:
-                    best = i
-        return nodes[best].name if best >= 0 else ""
+        """``_select_host`` over a column of totals: the same host, the same one draw."""
+        if not len(totals):
+            return ""
+        top = int(totals.max())
+        if top < 0:
+            return ""
+        best = np.flatnonzero(totals == top)
+        k = len(best)
+        return nodes[int(best[0] if k == 1 else best[self.rng.randrange(k)])].name
 
     def _find_feasible(
         self,

@@ -25,9 +25,9 @@ Bulk path (``vectorized``, the default): the Filter walk asks the framework whic
 surely pass (numpy masks over the snapshot's ``NodeArrays``) and calls plugins only on the
 other nodes, on nodes with nominated pods, and for plugins without a bulk answer; Score
 totals come from ``run_score_batch`` and the host is drawn among the best as the
-node-by-node path draws it (one ``randrange``). Every result (feasible nodes and their order, statuses, scores,
-host, ``next_start_node_index``) equals the node-by-node path's; ``vectorized=False``
-forces that path (the equivalence tests compare the two).
+node-by-node path draws it (one ``randrange``). Every result (feasible nodes and their
+order, statuses, scores, host, ``next_start_node_index``) equals the node-by-node path's;
+``vectorized=False`` forces that path (the equivalence tests compare the two).
 """
 
 from __future__ import annotations

@@ -271,6 +271,41 @@ def test_update_snapshot_re_clones_only_changed_nodes(cache: Cache) -> None:
     assert all(snap.node_info_map[n] is unchanged[n] for n in unchanged)
 
 
+def test_the_node_columns_are_rewritten_only_when_a_row_can_change(
+    cache: Cache, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bound pod's next version with the same requests (its status written, or the
+    watch confirming its binding) swaps in a new NodeInfo but leaves the node's row of
+    columns as it is; a resized pod or a new one rewrites it. Rows equal a recount."""
+    from scheduler.backend.cache.snapshot import NodeArrays
+
+    cache.add_node(make_node("n1").alloc(cpu="4", memory="8Gi", pods=110).record())
+    cache.add_node(make_node("n2").record())
+    cache.add_pod(pod("p", "n1"))
+    snap = fresh_snapshot(cache)
+    arrays = snap.arrays()
+    written: list[int] = []
+    real = NodeArrays.set_row
+
+    def counted(self: NodeArrays, i: int, ni: NodeInfo) -> None:
+        written.append(i)
+        real(self, i, ni)
+
+    monkeypatch.setattr(NodeArrays, "set_row", counted)
+    held = snap.node_info_map["n1"]
+    cache.update_pod(pod("p", "n1"))  # an equal pod, another object
+    cache.update_snapshot(snap)
+    assert snap.node_info_map["n1"] is not held
+    assert written == []
+    snap.check_invariants()
+    cache.update_pod(pod("p", "n1", cpu="2"))
+    cache.add_pod(pod("q", "n2"))
+    cache.update_snapshot(snap)
+    assert sorted(written) == [0, 1]
+    assert snap.arrays() is arrays and arrays.req_cpu.tolist() == [2000, 1000]
+    snap.check_invariants()
+
+
 def test_update_snapshot_tracks_pods_with_affinity(cache: Cache) -> None:
     cache.add_node(make_node("n1").record())
     cache.add_node(make_node("n2").record())

@@ -114,14 +114,17 @@ class BalancedAllocation:
         if cols is None:
             return None
         n = len(rows)
-        # Nodes lacking a resource drop its fraction (fewer terms): scored one by one.
-        whole = arrays.exact[rows].copy()
-        for _, cap, _, _ in cols:
-            whole &= cap != 0
+        # Nodes lacking a resource drop its fraction (fewer terms): scored one by one. When
+        # every node has some of every resource (the rule), no mask is needed.
+        some_of_each = all(n and int(cap.min()) > 0 for _, cap, _, _ in cols)
+        whole = arrays.exact[rows]  # a copy (rows index it)
+        if not some_of_each:
+            for _, cap, _, _ in cols:
+                whole &= cap != 0
         with_pod: list[FloatArray] = []
         without: list[FloatArray] = []
         for _, cap, used, want in cols:
-            safe_cap = np.where(cap != 0, cap, 1)
+            safe_cap = cap if some_of_each else np.where(cap != 0, cap, 1)
             with_pod.append(np.minimum(1.0, (used + want) / safe_cap))
             without.append(np.minimum(1.0, used / safe_cap))
         half = MAX_NODE_SCORE // 2

@@ -514,6 +514,47 @@ class NodeResourcesFit(PassingPreFilter):
         if cols is None:
             return None
         n = len(rows)
+        out: Int64Array | None
+        if self.strategy != REQUESTED_TO_CAPACITY_RATIO and all(
+            n and int(cap.min()) > 0 for _, cap, _, _ in cols
+        ):
+            out = self._score_columns_with_capacity(cols, n)
+        else:
+            out = self._score_columns(cols, n)
+        if out is None:
+            return None
+        for k in np.flatnonzero(~arrays.exact[rows]).tolist():
+            out[k] = self.score(state, pod, snapshot.node_info_list[int(rows[k])])
+        return out
+
+    def _score_columns_with_capacity(
+        self, cols: list[tuple[ResourceSpec, Int64Array, Int64Array, int]], n: int
+    ) -> Int64Array:
+        """``_score_columns`` under LeastAllocated or MostAllocated when every node has
+        some of every scored resource: no node drops a resource, so the weights' sum is
+        one number, and a request above the capacity needs no mask (LeastAllocated's
+        free share is clipped at zero)."""
+        total: Int64Array = np.zeros(n, dtype=np.int64)
+        weights = 0
+        least = self.strategy == LEAST_ALLOCATED
+        for spec, cap, used, want in cols:
+            requested = used + want
+            if least:
+                s = np.maximum(cap - requested, 0) * MAX_NODE_SCORE // cap
+            else:
+                s = np.minimum(requested, cap) * MAX_NODE_SCORE // cap
+            total += s if spec.weight == 1 else s * spec.weight
+            weights += spec.weight
+        if not weights:
+            return np.zeros(n, dtype=np.int64)
+        out: Int64Array = total // weights
+        return out
+
+    def _score_columns(
+        self, cols: list[tuple[ResourceSpec, Int64Array, Int64Array, int]], n: int
+    ) -> Int64Array | None:
+        """Each node's score from the columns (exact rows; the others are rescored one by
+        one by the caller); None where RequestedToCapacityRatio cannot go by columns."""
         total = np.zeros(n, dtype=np.int64)
         weights = np.zeros(n, dtype=np.int64)
         for spec, cap, used, want in cols:
@@ -538,10 +579,8 @@ class NodeResourcesFit(PassingPreFilter):
             out = (2 * total + weights) // (2 * safe_weights)  # _round_half_away
         else:
             out = total // safe_weights
-        out = np.where(nonzero, out, 0).astype(np.int64)
-        for k in np.flatnonzero(~arrays.exact[rows]).tolist():
-            out[k] = self.score(state, pod, snapshot.node_info_list[int(rows[k])])
-        return out
+        result: Int64Array = np.where(nonzero, out, 0).astype(np.int64)
+        return result
 
     def normalize_scores_batch(
         self, state: CycleState, pod: PodInfo, scores: Int64Array

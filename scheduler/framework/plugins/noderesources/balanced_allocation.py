@@ -117,8 +117,9 @@ class BalancedAllocation:
         # Nodes lacking a resource drop its fraction (fewer terms): scored one by one. When
         # every node has some of every resource (the rule), no mask is needed.
         some_of_each = all(n and int(cap.min()) > 0 for _, cap, _, _ in cols)
-        whole = arrays.exact[rows]  # a copy (rows index it)
+        whole = arrays.exact[rows]
         if not some_of_each:
+            whole = whole.copy()  # never write through to the snapshot's column
             for _, cap, _, _ in cols:
                 whole &= cap != 0
         with_pod: list[FloatArray] = []
